@@ -1,0 +1,6 @@
+"""Galene: a real-time analytical warehouse in the shape of Apache Doris, with Spark underneath."""
+
+__version__ = "0.1.0"
+# What SELECT VERSION() and SHOW BACKENDS report; Doris clients parse the "doris-" part.
+DORIS_COMPAT_VERSION = "5.7.99"
+VERSION_COMMENT = f"Galene {__version__} (Doris-compatible)"

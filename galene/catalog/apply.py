@@ -1,0 +1,160 @@
+"""Applying journal ops to `CatalogState`: the only way FE metadata changes.
+
+`apply_op` is pure with respect to I/O: it mutates the state in memory from the op's
+values alone. It must be deterministic: replaying the same ops on the same image gives
+an equal state. Validation (does the name exist, is the label free) happens before an op
+is logged, in the FE service; apply trusts the op but tolerates replays of ops whose
+target was already removed (e.g. abort of an expired txn) so that a journal never wedges.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from galene.catalog.model import CatalogState
+from galene.meta import ops
+
+
+def apply_op(state: CatalogState, op: ops.Op) -> None:
+    _apply(op, state)
+    if op.next_id > state.next_id:
+        state.next_id = op.next_id
+
+
+@singledispatch
+def _apply(op, state: CatalogState) -> None:  # pragma: no cover - every op type is registered
+    raise TypeError(f"no apply for {type(op).__name__}")
+
+
+@_apply.register
+def _(op: ops.CreateDb, state: CatalogState) -> None:
+    state.databases[op.db.id] = op.db
+    state.db_names[op.db.name] = op.db.id
+
+
+@_apply.register
+def _(op: ops.DropDb, state: CatalogState) -> None:
+    db = state.databases.pop(op.db_id, None)
+    if db is None:
+        return
+    state.db_names.pop(db.name, None)
+    for table_id in db.tables.values():
+        state.tables.pop(table_id, None)
+    for txn_id in db.labels.values():
+        state.txns.pop(txn_id, None)
+
+
+@_apply.register
+def _(op: ops.CreateTable, state: CatalogState) -> None:
+    db = state.databases[op.table.db_id]
+    db.tables[op.table.name] = op.table.id
+    state.tables[op.table.id] = op.table
+
+
+@_apply.register
+def _(op: ops.DropTable, state: CatalogState) -> None:
+    table = state.tables.pop(op.table_id, None)
+    db = state.databases.get(op.db_id)
+    if table is not None and db is not None and db.tables.get(table.name) == table.id:
+        del db.tables[table.name]
+
+
+@_apply.register
+def _(op: ops.RenameTable, state: CatalogState) -> None:
+    table = state.tables[op.table_id]
+    db = state.databases[op.db_id]
+    db.tables.pop(table.name, None)
+    table.name = op.new_name
+    db.tables[op.new_name] = table.id
+
+
+@_apply.register
+def _(op: ops.SetTableProperties, state: CatalogState) -> None:
+    state.tables[op.table_id].properties.update(op.properties)
+
+
+@_apply.register
+def _(op: ops.BeginTxn, state: CatalogState) -> None:
+    state.txns[op.txn.id] = op.txn
+    db = state.databases.get(op.txn.db_id)
+    if db is not None:
+        db.labels[op.txn.label] = op.txn.id
+
+
+@_apply.register
+def _(op: ops.PrecommitTxn, state: CatalogState) -> None:
+    txn = state.txns[op.txn_id]
+    txn.status = "PRECOMMITTED"
+    txn.rowsets = op.rowsets
+    txn.commit_time = op.time
+    txn.num_rows = op.num_rows
+    txn.load_bytes = op.load_bytes
+
+
+@_apply.register
+def _(op: ops.CommitTxn, state: CatalogState) -> None:
+    txn = state.txns[op.txn_id]
+    txn.status = "VISIBLE"
+    txn.version = op.version
+    txn.commit_time = txn.commit_time or op.time
+    txn.finish_time = op.time
+    txn.num_rows = op.num_rows or txn.num_rows
+    txn.load_bytes = op.load_bytes or txn.load_bytes
+    txn.rowsets = []
+    table = state.tables.get(txn.table_id)
+    if table is None:  # dropped while the load ran; its files become orphans for GC
+        return
+    table.visible_version = op.version
+    table.update_time = op.time
+    touched = {r.partition_id for r in op.rowsets}
+    for p in table.partitions:
+        if p.id in touched:
+            p.visible_version = op.version
+    table.rowsets.extend(op.rowsets)
+
+
+@_apply.register
+def _(op: ops.AbortTxn, state: CatalogState) -> None:
+    txn = state.txns.get(op.txn_id)
+    if txn is None:
+        return
+    txn.status = "ABORTED"
+    txn.reason = op.reason
+    txn.finish_time = op.time
+    txn.rowsets = []
+
+
+@_apply.register
+def _(op: ops.ExpireTxns, state: CatalogState) -> None:
+    for txn_id in op.txn_ids:
+        txn = state.txns.pop(txn_id, None)
+        if txn is None:
+            continue
+        db = state.databases.get(txn.db_id)
+        if db is not None and db.labels.get(txn.label) == txn_id:
+            del db.labels[txn.label]
+
+
+@_apply.register
+def _(op: ops.AddBackend, state: CatalogState) -> None:
+    state.backends[op.backend.id] = op.backend
+
+
+@_apply.register
+def _(op: ops.DropBackend, state: CatalogState) -> None:
+    state.backends.pop(op.backend_id, None)
+
+
+@_apply.register
+def _(op: ops.ModifyBackend, state: CatalogState) -> None:
+    state.backends[op.backend_id].tags.update(op.tags)
+
+
+@_apply.register
+def _(op: ops.SetClusterId, state: CatalogState) -> None:
+    state.cluster_id = op.cluster_id
+
+
+@_apply.register
+def _(op: ops.SetUserPassword, state: CatalogState) -> None:
+    state.users[op.user] = op.password_sha1

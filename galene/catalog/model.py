@@ -1,0 +1,159 @@
+"""The FE's metadata object graph as typed structs.
+
+Every piece of FE state is a msgspec Struct reachable from `CatalogState`. Structs are
+serialized whole by the journal and the image (no per-field opt-in), so a field added
+here is persisted automatically. State changes only through `galene.catalog.apply`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from galene.common.types import ColumnType
+
+KeysType = Literal["DUP_KEYS", "UNIQUE_KEYS", "AGG_KEYS"]
+TxnStatus = Literal["PREPARE", "PRECOMMITTED", "COMMITTED", "VISIBLE", "ABORTED"]
+
+# Hidden column of UNIQUE KEY tables: 1 marks a delete (Doris __DORIS_DELETE_SIGN__).
+DELETE_SIGN = "__DORIS_DELETE_SIGN__"
+
+
+class Column(msgspec.Struct, kw_only=True):
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    is_key: bool = False
+    # SUM, MIN, MAX, REPLACE, REPLACE_IF_NOT_NULL for value columns of AGGREGATE tables;
+    # None for key columns and for DUPLICATE/UNIQUE tables.
+    aggregation: str | None = None
+    default: str | None = None  # literal text as written, None = no default
+    comment: str = ""
+    hidden: bool = False  # e.g. the delete sign; not shown by SELECT * / DESC
+
+
+class Partition(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    # RANGE: bounds as lists of literal strings (one per partition column);
+    # lower None = unbounded below (MINVALUE), upper None = MAXVALUE.
+    range_lower: list[str] | None = None
+    range_upper: list[str] | None = None
+    # LIST: each entry is one tuple of literal strings.
+    list_values: list[list[str]] = msgspec.field(default_factory=list)
+    tablet_ids: list[int] = msgspec.field(default_factory=list)
+    visible_version: int = 1
+
+
+class Rowset(msgspec.Struct, kw_only=True):
+    """Files one committed load wrote into one tablet, visible from `version` on."""
+
+    id: str  # written by the BE (hex); also the file-name prefix
+    tablet_id: int
+    partition_id: int
+    version: int = 0  # table version; assigned at commit
+    txn_id: int = 0
+    files: list[str] = msgspec.field(default_factory=list)  # paths relative to the storage root
+    num_rows: int = 0
+    data_size: int = 0
+
+
+class Table(msgspec.Struct, kw_only=True):
+    id: int
+    db_id: int
+    name: str
+    columns: list[Column]
+    keys_type: KeysType = "DUP_KEYS"
+    key_columns: list[str] = msgspec.field(default_factory=list)
+    partition_type: Literal["UNPARTITIONED", "RANGE", "LIST"] = "UNPARTITIONED"
+    partition_columns: list[str] = msgspec.field(default_factory=list)
+    partitions: list[Partition] = msgspec.field(default_factory=list)
+    distribution_type: Literal["HASH", "RANDOM"] = "HASH"
+    distribution_columns: list[str] = msgspec.field(default_factory=list)
+    buckets: int = 1
+    buckets_auto: bool = False
+    properties: dict[str, str] = msgspec.field(default_factory=dict)
+    comment: str = ""
+    create_time: float = 0.0
+    update_time: float = 0.0
+    visible_version: int = 1
+    rowsets: list[Rowset] = msgspec.field(default_factory=list)
+
+    def column(self, name: str) -> Column | None:
+        lname = name.lower()
+        for c in self.columns:
+            if c.name.lower() == lname:
+                return c
+        return None
+
+    def visible_columns(self) -> list[Column]:
+        return [c for c in self.columns if not c.hidden]
+
+    def partition(self, partition_id: int) -> Partition | None:
+        for p in self.partitions:
+            if p.id == partition_id:
+                return p
+        return None
+
+
+class Database(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    tables: dict[str, int] = msgspec.field(default_factory=dict)  # name -> table id
+    labels: dict[str, int] = msgspec.field(default_factory=dict)  # label -> txn id
+    properties: dict[str, str] = msgspec.field(default_factory=dict)
+    create_time: float = 0.0
+
+
+class Txn(msgspec.Struct, kw_only=True):
+    id: int
+    db_id: int
+    table_id: int
+    label: str
+    status: TxnStatus = "PREPARE"
+    backend_id: int = 0
+    timeout_s: int = 600
+    begin_time: float = 0.0
+    commit_time: float = 0.0
+    finish_time: float = 0.0
+    reason: str = ""
+    version: int = 0  # table version the commit produced
+    rowsets: list[Rowset] = msgspec.field(default_factory=list)  # PRECOMMITTED (2PC) rowsets wait here
+    num_rows: int = 0
+    load_bytes: int = 0
+
+
+class Backend(msgspec.Struct, kw_only=True):
+    id: int
+    host: str
+    heartbeat_port: int
+    http_port: int = 0
+    be_port: int = 0
+    brpc_port: int = 0
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    decommissioned: bool = False
+    add_time: float = 0.0
+
+
+class Frontend(msgspec.Struct, kw_only=True):
+    name: str
+    host: str
+    edit_log_port: int
+    http_port: int
+    query_port: int
+    role: str = "FOLLOWER"
+
+
+class CatalogState(msgspec.Struct, kw_only=True):
+    """All FE metadata. Equality of two states is equality of every field."""
+
+    cluster_id: int = 0
+    next_id: int = 10000
+    databases: dict[int, Database] = msgspec.field(default_factory=dict)
+    db_names: dict[str, int] = msgspec.field(default_factory=dict)
+    tables: dict[int, Table] = msgspec.field(default_factory=dict)
+    txns: dict[int, Txn] = msgspec.field(default_factory=dict)
+    backends: dict[int, Backend] = msgspec.field(default_factory=dict)
+    frontends: list[Frontend] = msgspec.field(default_factory=list)
+    users: dict[str, str] = msgspec.field(default_factory=lambda: {"root": "", "admin": ""})  # name -> sha1 hex

@@ -1,0 +1,127 @@
+"""Configuration: fe.conf / be.conf keys (Doris names where Doris has one) + overrides.
+
+Precedence, lowest first: built-in defaults, `<conf_dir>/fe.conf` and `be.conf`
+(`key = value` lines, `#` comments), environment variables `GALENE_<KEY>` (upper case),
+then `--conf key=value` from the command line. Unknown keys are refused so a typo does not
+silently do nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+@dataclass
+class Config:
+    # --- common ---------------------------------------------------------------------
+    data_dir: str = "./galene-data"  # meta/ and the default storage root live here
+    storage_root: str = ""  # default: file://<data_dir>/storage ; may be s3://bucket/prefix
+    priority_networks: str = "127.0.0.1"
+    cluster_token: str = ""  # inter-node token; generated on first start when empty
+    # --- FE -------------------------------------------------------------------------
+    http_port: int = 8030
+    query_port: int = 9030
+    edit_log_port: int = 9010
+    rpc_port: int = 9020
+    meta_dir: str = ""  # default: <data_dir>/fe-meta
+    edit_log_roll_num: int = 50000
+    master_sync_policy: str = "SYNC"  # SYNC | WRITE_NO_SYNC | NO_SYNC
+    label_keep_max_second: int = 3 * 24 * 3600
+    stream_load_default_timeout_second: int = 259200
+    heartbeat_interval_second: int = 5
+    max_backend_heartbeat_failure_times: int = 3
+    gc_grace_seconds: int = 600  # unreferenced data files younger than this are kept
+    gc_interval_seconds: int = 300
+    spark_master: str = ""  # default local[*]; SPARK_MASTER / SPARK_REMOTE env override
+    spark_driver_memory: str = "2g"
+    spark_shuffle_partitions: int = 4
+    qe_max_connection: int = 1024
+    # --- BE -------------------------------------------------------------------------
+    be_http_port: int = 8040
+    heartbeat_service_port: int = 9050
+    be_port: int = 9060
+    brpc_port: int = 8060
+    streaming_load_max_mb: int = 10240
+    load_error_log_dir: str = ""  # default: <data_dir>/be/error_log
+    load_error_log_max_rows: int = 50
+    be_meta_dir: str = ""  # default: <data_dir>/be
+    # --- network discipline ---------------------------------------------------------
+    rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
+    tcp_user_timeout_ms: int = 5000
+    tcp_keepalive_idle_s: int = 5
+    # --- standalone wiring ----------------------------------------------------------
+    fe_host: str = "127.0.0.1"  # where a BE finds its FE
+    fe_http_port: int = 0  # BE side: FE's http port (default: http_port)
+
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def meta_path(self) -> Path:
+        return Path(self.meta_dir or os.path.join(self.data_dir, "fe-meta"))
+
+    @property
+    def be_path(self) -> Path:
+        return Path(self.be_meta_dir or os.path.join(self.data_dir, "be"))
+
+    @property
+    def storage_uri(self) -> str:
+        if self.storage_root:
+            return self.storage_root
+        return "file://" + os.path.abspath(os.path.join(self.data_dir, "storage"))
+
+    @property
+    def error_log_path(self) -> Path:
+        return Path(self.load_error_log_dir or os.path.join(self.data_dir, "be", "error_log"))
+
+    def set(self, key: str, value: str) -> None:
+        """Set one key from text, converting to the field's type."""
+        key = key.strip()
+        known = {f.name: f for f in fields(self) if f.name != "extra"}
+        if key not in known:
+            raise ValueError(f"unknown config key: {key}")
+        current = getattr(self, key)
+        value = value.strip()
+        if isinstance(current, bool):
+            setattr(self, key, value.lower() in ("1", "true", "yes", "on"))
+        elif isinstance(current, int):
+            setattr(self, key, int(value))
+        else:
+            setattr(self, key, value)
+
+
+def read_conf_file(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, v = line.split("=", 1)
+        out[k.strip()] = v.strip().strip('"')
+    return out
+
+
+def load_config(conf_dir: str | None = None, overrides: list[str] | None = None, **kw) -> Config:
+    cfg = Config()
+    if conf_dir:
+        for name in ("fe.conf", "be.conf"):
+            for k, v in read_conf_file(Path(conf_dir) / name).items():
+                cfg.set(k, v)
+    for f in fields(cfg):
+        env = os.environ.get("GALENE_" + f.name.upper())
+        if env is not None and f.name != "extra":
+            cfg.set(f.name, env)
+    for item in overrides or []:
+        if "=" not in item:
+            raise ValueError(f"--conf expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        cfg.set(k, v)
+    for k, v in kw.items():
+        if v is not None:
+            setattr(cfg, k, v)
+    if not cfg.fe_http_port:
+        cfg.fe_http_port = cfg.http_port
+    return cfg

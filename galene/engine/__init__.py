@@ -1,0 +1,1 @@
+"""Galene engine package."""

@@ -1,0 +1,140 @@
+"""Journal operations: every change to FE metadata is one of these typed records.
+
+An op is appended to the journal before it is applied (`galene.catalog.apply.apply_op`),
+so replaying image + journal reproduces the state exactly. Ops carry every value they
+set (ids, times, versions): applying an op never reads a clock or allocates anything.
+`Op` is a msgspec tagged union; `encode_op` / `decode_op` are its wire form.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from galene.catalog.model import Backend, Database, Rowset, Table, Txn
+
+
+class _Op(msgspec.Struct, tag=True, kw_only=True):
+    # next_id after this op's allocations; apply raises state.next_id to at least this.
+    next_id: int = 0
+
+
+class CreateDb(_Op):
+    db: Database
+
+
+class DropDb(_Op):
+    db_id: int
+
+
+class CreateTable(_Op):
+    table: Table
+
+
+class DropTable(_Op):
+    db_id: int
+    table_id: int
+
+
+class RenameTable(_Op):
+    db_id: int
+    table_id: int
+    new_name: str
+
+
+class SetTableProperties(_Op):
+    table_id: int
+    properties: dict[str, str]
+
+
+class BeginTxn(_Op):
+    txn: Txn
+
+
+class PrecommitTxn(_Op):
+    """Two-phase commit: data written, waiting for the client's commit."""
+
+    txn_id: int
+    rowsets: list[Rowset]
+    time: float
+    num_rows: int = 0
+    load_bytes: int = 0
+
+
+class CommitTxn(_Op):
+    """Commit and publish: the rowsets become visible at `version` atomically."""
+
+    txn_id: int
+    version: int
+    rowsets: list[Rowset]
+    time: float
+    num_rows: int = 0
+    load_bytes: int = 0
+
+
+class AbortTxn(_Op):
+    txn_id: int
+    reason: str
+    time: float
+
+
+class ExpireTxns(_Op):
+    """Forget finished transactions (and free their labels) past label_keep_max_second."""
+
+    txn_ids: list[int]
+
+
+class AddBackend(_Op):
+    backend: Backend
+
+
+class DropBackend(_Op):
+    backend_id: int
+
+
+class ModifyBackend(_Op):
+    backend_id: int
+    tags: dict[str, str]
+
+
+class SetClusterId(_Op):
+    cluster_id: int
+
+
+class SetUserPassword(_Op):
+    user: str
+    password_sha1: str  # hex of SHA1(SHA1(password)) as MySQL stores it; "" = empty password
+
+
+Op = (
+    CreateDb
+    | DropDb
+    | CreateTable
+    | DropTable
+    | RenameTable
+    | SetTableProperties
+    | BeginTxn
+    | PrecommitTxn
+    | CommitTxn
+    | AbortTxn
+    | ExpireTxns
+    | AddBackend
+    | DropBackend
+    | ModifyBackend
+    | SetClusterId
+    | SetUserPassword
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Op)
+
+
+def encode_op(op: Op) -> bytes:
+    return _encoder.encode(op)
+
+
+def decode_op(data: bytes) -> Op:
+    return _decoder.decode(data)
+
+
+def op_type(op: Op) -> str:
+    return type(op).__name__

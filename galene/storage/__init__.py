@@ -1,0 +1,1 @@
+"""Galene storage package."""
