@@ -40,7 +40,9 @@ class Config:
     qe_max_connection: int = 1024
     # --- BE -------------------------------------------------------------------------
     be_http_port: int = 8040
-    heartbeat_service_port: int = 9050
+    # 0 = answer heartbeats on the BE HTTP port (so instances can run side by side);
+    # set 9050 to also listen where Doris does.
+    heartbeat_service_port: int = 0
     be_port: int = 9060
     brpc_port: int = 8060
     streaming_load_max_mb: int = 10240

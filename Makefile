@@ -1,0 +1,39 @@
+# The two commands: `make run` and `make test`. Everything else is set up by them.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test check-java tools lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "Galene needs Java 17+ for Spark: install OpenJDK 17 (apt-get install -y openjdk-17-jre-headless)"; exit 1; }
+	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if ((v[1] == 1 ? v[2] : v[1]) + 0 < 17) { print "Galene needs Java 17+, found " $$2; exit 1 } }'
+
+# Client tools the end-to-end tests drive (the mariadb CLI). Installed when missing and we are root.
+tools:
+	@command -v mariadb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq mariadb-client) >/dev/null 2>&1 || echo "warning: could not install mariadb-client"; \
+	  else echo "warning: mariadb CLI missing (apt-get install mariadb-client)"; fi; }
+
+run: check-java $(STAMP)
+	$(VENV)/bin/galene start $(ARGS)
+
+test: check-java $(STAMP) tools
+	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check galene tests
+
+bench: $(STAMP)
+	$(PY) bench/streamload_big.py
+	$(PY) bench/query_overhead.py
+
+clean:
+	rm -rf galene-data .pytest_cache

@@ -1,0 +1,174 @@
+"""The BE process: HTTP stream load, error logs, heartbeat answers, metrics.
+
+A BE owns the ingest edge and nothing the FE decides: it learns the cluster token and the
+FE's address from the FE's heartbeat (or from configuration in standalone mode) and asks
+the FE to begin/commit/abort every transaction. Its identity lives in `<be dir>/cluster.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+from galene import __version__
+from galene.be.error_log import ErrorLogStore
+from galene.be.stream_load import execute_stream_load
+from galene.config import Config
+from galene.net.client import RpcClient
+from galene.net.server import Metrics, make_server_socket, tasks_dump_handler
+from galene.storage.fs import filesystem_for
+
+log = logging.getLogger(__name__)
+
+TOKEN_HEADER = "X-Galene-Token"
+
+
+class BeServer:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.host = cfg.priority_networks.split(",")[0].split("/")[0] or "127.0.0.1"
+        self.http_port = cfg.be_http_port
+        self.identity_path = cfg.be_path / "cluster.json"
+        self.identity: dict = {}
+        self.fs, self.root = filesystem_for(cfg.storage_uri)
+        self.max_body_bytes = cfg.streaming_load_max_mb * 1024 * 1024
+        self.max_error_rows = cfg.load_error_log_max_rows
+        self.metrics = Metrics()
+        self.start_time = time.time()
+        self.rpc: RpcClient | None = None
+        self.error_log: ErrorLogStore | None = None
+        self._runner: web.AppRunner | None = None
+        self.last_heartbeat = 0.0
+
+    # --- identity -------------------------------------------------------------------
+    @property
+    def backend_id(self) -> int:
+        return int(self.identity.get("backend_id", 0))
+
+    @property
+    def token(self) -> str:
+        return self.identity.get("token") or self.cfg.cluster_token
+
+    def fe_base(self) -> str:
+        host = self.identity.get("fe_host") or self.cfg.fe_host
+        port = self.identity.get("fe_http_port") or self.cfg.fe_http_port
+        return f"http://{host}:{port}"
+
+    def _load_identity(self) -> None:
+        if self.identity_path.exists():
+            self.identity = json.loads(self.identity_path.read_text())
+
+    def _save_identity(self) -> None:
+        self.identity_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.identity_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.identity))
+        os.replace(tmp, self.identity_path)
+
+    async def fe_call(self, method: str, path: str, payload: dict, timeout_s: float | None = None):
+        assert self.rpc is not None
+        return await self.rpc.call_json(
+            method,
+            self.fe_base() + path,
+            json=payload,
+            headers={TOKEN_HEADER: self.token},
+            timeout_s=timeout_s or self.cfg.rpc_timeout_ms / 1000,
+        )
+
+    # --- lifecycle ------------------------------------------------------------------
+    async def start(self) -> None:
+        self.cfg.be_path.mkdir(parents=True, exist_ok=True)
+        self._load_identity()
+        self.rpc = RpcClient(
+            default_timeout_s=self.cfg.rpc_timeout_ms / 1000,
+            user_timeout_ms=self.cfg.tcp_user_timeout_ms,
+            keepalive_idle_s=self.cfg.tcp_keepalive_idle_s,
+        )
+        app = web.Application()
+        app.add_routes(
+            [
+                web.put("/api/{db}/{table}/_stream_load", self.handle_stream_load),
+                web.put("/api/{db}/{table}/_stream_load/", self.handle_stream_load),
+                web.get("/api/_load_error_log", self.handle_error_log),
+                web.post("/api/_internal/heartbeat", self.handle_heartbeat),
+                web.get("/api/health", self.handle_health),
+                web.get("/metrics", self.handle_metrics),
+                web.get("/api/_tasks", tasks_dump_handler),
+            ]
+        )
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        sock = make_server_socket(self.host, self.http_port)
+        self.http_port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock).start()
+        if self.cfg.heartbeat_service_port and self.cfg.heartbeat_service_port != self.http_port:
+            hb = make_server_socket(self.host, self.cfg.heartbeat_service_port)
+            await web.SockSite(self._runner, hb).start()
+        self.error_log = ErrorLogStore(self.cfg.error_log_path, self.host, self.http_port)
+        log.info("BE listening on %s:%s", self.host, self.http_port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.rpc is not None:
+            await self.rpc.close()
+
+    # --- handlers -------------------------------------------------------------------
+    async def handle_stream_load(self, request: web.Request) -> web.Response:
+        db = request.match_info["db"]
+        table = request.match_info["table"]
+        self.metrics.inc("galene_be_stream_load_requests_total")
+        reply = await execute_stream_load(self, request, db, table)
+        self.metrics.inc("galene_be_stream_load_rows_total", reply.number_loaded_rows)
+        if reply.status not in ("Success", "Publish Timeout"):
+            self.metrics.inc("galene_be_stream_load_failures_total")
+        return web.Response(text=reply.to_json(), content_type="application/json")
+
+    async def handle_error_log(self, request: web.Request) -> web.Response:
+        assert self.error_log is not None
+        text = self.error_log.read(request.query.get("file", ""))
+        if text is None:
+            return web.Response(status=404, text="error log not found\n")
+        return web.Response(text=text)
+
+    async def handle_heartbeat(self, request: web.Request) -> web.Response:
+        payload = await request.json()
+        known = self.identity.get("cluster_id")
+        if known and payload.get("cluster_id") and int(known) != int(payload["cluster_id"]):
+            return web.json_response(
+                {"status": "ERROR", "message": f"invalid cluster id. ignore. cluster id: {payload['cluster_id']}"},
+                status=403,
+            )
+        changed = {
+            "cluster_id": payload.get("cluster_id"),
+            "token": payload.get("token"),
+            "fe_host": payload.get("fe_host"),
+            "fe_http_port": payload.get("fe_http_port"),
+            "backend_id": payload.get("backend_id"),
+        }
+        if any(self.identity.get(k) != v for k, v in changed.items()):
+            self.identity.update(changed)
+            await asyncio.to_thread(self._save_identity)
+        self.last_heartbeat = time.time()
+        return web.json_response(
+            {
+                "status": "OK",
+                "http_port": self.http_port,
+                "be_port": self.cfg.be_port,
+                "brpc_port": self.cfg.brpc_port,
+                "version": f"galene-{__version__}",
+                "start_time": self.start_time,
+                "cpu_cores": os.cpu_count(),
+            }
+        )
+
+    async def handle_health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "OK", "msg": "To Be Added"})
+
+    async def handle_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.metrics.render(), content_type="text/plain")

@@ -1,0 +1,299 @@
+"""Stream Load on the BE: one HTTP request in, one Doris JSON reply out.
+
+Flow (as in Doris): begin a transaction at the FE under the label (so a reused label is
+answered before any data is read), read the body within `streaming_load_max_mb`, parse and
+convert it with Arrow (`galene.be.parse`), route rows to tablets, write Parquet rowsets,
+check `max_filter_ratio`, then ask the FE to commit. Any failure after begin aborts the
+transaction and deletes the files written, so nothing partial ever becomes visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from galene.be.load_options import LoadOptions
+from galene.be.parse import RowError, parse_body
+from galene.be.routing import route_rows
+from galene.catalog.model import Rowset, Table
+from galene.common.errors import GaleneError, LoadError
+from galene.storage.rowset import delete_rowset_files, write_rowset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamLoadReply:
+    """The Doris stream-load JSON reply; `to_json` keeps Doris' key order."""
+
+    txn_id: int = 0
+    label: str = ""
+    comment: str = ""
+    two_phase_commit: bool = False
+    status: str = "Success"
+    message: str = "OK"
+    existing_job_status: str | None = None
+    number_total_rows: int = 0
+    number_loaded_rows: int = 0
+    number_filtered_rows: int = 0
+    number_unselected_rows: int = 0
+    load_bytes: int = 0
+    load_time_ms: int = 0
+    begin_txn_time_ms: int = 0
+    stream_load_put_time_ms: int = 0
+    read_data_time_ms: int = 0
+    write_data_time_ms: int = 0
+    commit_and_publish_time_ms: int = 0
+    error_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "TxnId": self.txn_id,
+            "Label": self.label,
+            "Comment": self.comment,
+            "TwoPhaseCommit": "true" if self.two_phase_commit else "false",
+            "Status": self.status,
+        }
+        if self.existing_job_status is not None:
+            d["ExistingJobStatus"] = self.existing_job_status
+        d.update(
+            {
+                "Message": self.message,
+                "NumberTotalRows": self.number_total_rows,
+                "NumberLoadedRows": self.number_loaded_rows,
+                "NumberFilteredRows": self.number_filtered_rows,
+                "NumberUnselectedRows": self.number_unselected_rows,
+                "LoadBytes": self.load_bytes,
+                "LoadTimeMs": self.load_time_ms,
+                "BeginTxnTimeMs": self.begin_txn_time_ms,
+                "StreamLoadPutTimeMs": self.stream_load_put_time_ms,
+                "ReadDataTimeMs": self.read_data_time_ms,
+                "WriteDataTimeMs": self.write_data_time_ms,
+                "CommitAndPublishTimeMs": self.commit_and_publish_time_ms,
+            }
+        )
+        if self.error_url:
+            d["ErrorURL"] = self.error_url
+        d.update(self.extra)
+        return d
+
+    def to_json(self) -> str:
+        # Doris' BE appends a newline to the JSON body.
+        return json.dumps(self.to_dict(), indent=4) + "\n"
+
+
+def parse_basic_auth(header: str | None) -> tuple[str, str] | None:
+    if not header or not header.lower().startswith("basic "):
+        return None
+    try:
+        raw = base64.b64decode(header[6:].strip()).decode("utf-8")
+    except Exception:
+        return None
+    user, _, password = raw.partition(":")
+    return user, password
+
+
+def new_label() -> str:
+    # Doris' generated labels look like UUIDs with underscores.
+    return str(uuid.uuid4()).replace("-", "_")
+
+
+class FeTxnClient:
+    """The BE's view of the FE transaction API (all calls go through the deadline client)."""
+
+    def __init__(self, be):
+        self.be = be
+
+    async def _call(self, path: str, payload: dict, timeout_s: float | None = None) -> dict:
+        status, body = await self.be.fe_call("POST", path, payload, timeout_s=timeout_s)
+        if status != 200 or not isinstance(body, dict):
+            raise LoadError(f"FE call {path} failed: HTTP {status} {body}")
+        return body
+
+    async def begin(self, db: str, table: str, label: str, user: str, password: str, timeout_s: int) -> tuple[int, Table]:
+        body = await self._call(
+            "/api/_internal/txn/begin",
+            {
+                "db": db,
+                "table": table,
+                "label": label,
+                "user": user,
+                "password": password,
+                "timeout_s": timeout_s,
+                "backend_id": self.be.backend_id,
+            },
+        )
+        if body.get("status") != "OK":
+            err = LoadError(body.get("message", "begin transaction failed"), status=body.get("load_status", "Fail"))
+            err.existing_status = body.get("existing_status")  # type: ignore[attr-defined]
+            err.txn_id = body.get("txn_id", 0)  # type: ignore[attr-defined]
+            raise err
+        return int(body["txn_id"]), msgspec.convert(body["table"], Table)
+
+    async def commit(self, txn_id: int, rowsets: list[Rowset], num_rows: int, load_bytes: int, two_phase: bool) -> None:
+        body = await self._call(
+            "/api/_internal/txn/commit",
+            {
+                "txn_id": txn_id,
+                "rowsets": msgspec.to_builtins(rowsets),
+                "num_rows": num_rows,
+                "load_bytes": load_bytes,
+                "two_phase": two_phase,
+            },
+        )
+        if body.get("status") != "OK":
+            raise LoadError(body.get("message", "commit failed"))
+
+    async def abort(self, txn_id: int, reason: str) -> None:
+        try:
+            await self._call("/api/_internal/txn/abort", {"txn_id": txn_id, "reason": reason})
+        except Exception as e:  # the FE's txn timeout aborts it later; files are cleaned below / by GC
+            log.warning("abort of txn %s failed: %s", txn_id, e)
+
+
+async def read_body(request, max_bytes: int) -> bytes:
+    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes."""
+    declared = request.content_length
+    if declared is not None and declared > max_bytes:
+        raise LoadError(
+            f"The size of this stream load exceeds the limit, body size: {declared}, "
+            f"max size: {max_bytes}. Please consider splitting the data or increasing streaming_load_max_mb."
+        )
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.content.iter_chunked(1 << 20):
+        total += len(chunk)
+        if total > max_bytes:
+            raise LoadError(
+                f"The size of this stream load exceeds the limit, body size: > {max_bytes}, "
+                f"max size: {max_bytes}. Please consider splitting the data or increasing streaming_load_max_mb."
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def filter_ratio_exceeded(total: int, filtered: int, unselected: int, ratio: float) -> bool:
+    selected = total - unselected
+    return selected > 0 and filtered / selected > ratio
+
+
+async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLoadReply:
+    """Run one stream load; always returns a reply (errors become Status Fail)."""
+    t0 = time.monotonic()
+    reply = StreamLoadReply()
+    headers = request.headers
+    reply.label = headers.get("label") or new_label()
+    txn_id = 0
+    written: list[Rowset] = []
+    fe = FeTxnClient(be)
+    try:
+        auth = parse_basic_auth(headers.get("Authorization"))
+        if auth is None and request.url.user is not None:
+            auth = (request.url.user, request.url.password or "")
+        if auth is None:
+            raise LoadError("no valid Basic authorization")
+        opts = LoadOptions.from_headers(headers)
+        reply.two_phase_commit = bool(getattr(opts, "two_phase_commit", False))
+
+        t_begin = time.monotonic()
+        txn_id, table = await fe.begin(db, table_name, reply.label, auth[0], auth[1], opts.timeout_s)
+        reply.txn_id = txn_id
+        reply.begin_txn_time_ms = int((time.monotonic() - t_begin) * 1000)
+
+        t_read = time.monotonic()
+        body = await asyncio.wait_for(read_body(request, be.max_body_bytes), timeout=opts.timeout_s)
+        reply.load_bytes = len(body)
+        reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
+
+        t_write = time.monotonic()
+        result = await asyncio.wait_for(
+            asyncio.to_thread(_parse_route_write, be, table, body, opts), timeout=opts.timeout_s
+        )
+        written = result["rowsets"]
+        reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
+        reply.number_total_rows = result["total"]
+        reply.number_filtered_rows = result["filtered"]
+        reply.number_unselected_rows = result["unselected"]
+        reply.number_loaded_rows = result["loaded"]
+        if result["errors"]:
+            reply.error_url = be.error_log.save(reply.label, txn_id, result["errors"])
+        if filter_ratio_exceeded(result["total"], result["filtered"], result["unselected"], opts.max_filter_ratio):
+            reply.number_loaded_rows = 0
+            raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+        if result["total"] == 0 and not body:
+            raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
+
+        t_commit = time.monotonic()
+        await fe.commit(txn_id, written, result["loaded"], len(body), reply.two_phase_commit)
+        reply.commit_and_publish_time_ms = int((time.monotonic() - t_commit) * 1000)
+        reply.status = "Success"
+        reply.message = "OK"
+    except LoadError as e:
+        reply.status = getattr(e, "status", "Fail") or "Fail"
+        reply.message = e.message
+        if reply.status == "Label Already Exists":
+            reply.existing_job_status = getattr(e, "existing_status", None) or "FINISHED"
+            reply.txn_id = getattr(e, "txn_id", 0) or 0
+        else:
+            reply.status = "Fail"
+        await _undo(be, fe, txn_id, written, reply.message)
+        reply.number_loaded_rows = 0
+    except (GaleneError, asyncio.TimeoutError, TimeoutError) as e:
+        reply.status = "Fail"
+        reply.message = getattr(e, "message", None) or f"[TIMEOUT]load timed out: {e}"
+        await _undo(be, fe, txn_id, written, reply.message)
+        reply.number_loaded_rows = 0
+    except Exception as e:  # never let one load take the BE down
+        log.exception("stream load %s failed", reply.label)
+        reply.status = "Fail"
+        reply.message = f"[INTERNAL_ERROR]{type(e).__name__}: {e}"
+        await _undo(be, fe, txn_id, written, reply.message)
+        reply.number_loaded_rows = 0
+    reply.load_time_ms = int((time.monotonic() - t0) * 1000)
+    return reply
+
+
+async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason: str) -> None:
+    if txn_id:
+        await fe.abort(txn_id, reason)
+    if written:
+        await asyncio.to_thread(delete_rowset_files, be.fs, be.root, written)
+
+
+def _parse_route_write(be, table: Table, body: bytes, opts: LoadOptions) -> dict:
+    """CPU part of a load (runs in a worker thread): parse, route, write rowsets."""
+    batch = parse_body(body, table, opts, max_error_rows=be.max_error_rows)
+    routed = route_rows(batch, table)
+    errors: list[RowError] = list(batch.errors) + list(routed.errors)
+    filtered = batch.num_filtered + routed.num_filtered
+    total = batch.num_total
+    unselected = batch.num_unselected
+    rowsets: list[Rowset] = []
+    loaded = 0
+    if not filter_ratio_exceeded(total, filtered, unselected, opts.max_filter_ratio):
+        try:
+            for tablet_id, (partition_id, rows) in routed.per_tablet.items():
+                if rows.num_rows == 0:
+                    continue
+                rowsets.append(write_rowset(be.fs, be.root, table, partition_id, tablet_id, rows))
+                loaded += rows.num_rows
+        except BaseException:
+            delete_rowset_files(be.fs, be.root, rowsets)
+            raise
+    return {
+        "rowsets": rowsets,
+        "total": total,
+        "filtered": filtered,
+        "unselected": unselected,
+        "loaded": loaded,
+        "errors": errors[: be.max_error_rows],
+    }

@@ -1,0 +1,180 @@
+"""The one entry point: `galene start | fe | be | meta …`.
+
+`start` runs a standalone Galene (one FE, one BE, local Spark) in one process; the roles
+still talk over their network APIs. `fe` and `be` run the roles as separate processes
+(a BE joins with `ALTER SYSTEM ADD BACKEND 'host:port'`). `meta` holds operator tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+from galene.config import Config, load_config
+
+
+def check_java() -> None:
+    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None)
+    if not java or not os.path.exists(java):
+        sys.exit("galene: Java 17+ is required for Spark but `java` was not found. Install OpenJDK 17 (apt-get install openjdk-17-jre-headless).")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    import re
+
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m.group(2):
+        major = int(m.group(2))
+    if major < 17:
+        sys.exit(f"galene: Java 17+ is required for Spark, found: {out.splitlines()[0] if out else 'unknown'}")
+
+
+def _common_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=None, help="data directory (metadata, storage, logs); default ./galene-data")
+    p.add_argument("--conf-dir", default=None, help="directory with fe.conf / be.conf")
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any fe.conf/be.conf key (repeatable), e.g. --conf edit_log_roll_num=10",
+    )
+    p.add_argument("--log-level", default=os.environ.get("GALENE_LOG_LEVEL", "INFO"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="galene", description="Galene: Doris-compatible warehouse on Spark")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("start", help="run a standalone Galene (FE + BE + local Spark) in the foreground")
+    _common_args(p)
+    p.add_argument("--http-port", type=int, default=None, help="FE HTTP port (default 8030)")
+    p.add_argument("--query-port", type=int, default=None, help="FE MySQL-protocol port (default 9030)")
+    p.add_argument("--be-http-port", type=int, default=None, help="BE HTTP (stream load) port (default 8040)")
+
+    p = sub.add_parser("fe", help="run an FE process")
+    _common_args(p)
+    p.add_argument("--http-port", type=int, default=None)
+    p.add_argument("--query-port", type=int, default=None)
+
+    p = sub.add_parser("be", help="run a BE process (join it with ALTER SYSTEM ADD BACKEND 'host:port')")
+    _common_args(p)
+    p.add_argument("--be-http-port", type=int, default=None)
+
+    p = sub.add_parser("meta", help="metadata operator tools")
+    msub = p.add_subparsers(dest="meta_cmd", required=True)
+    v = msub.add_parser("validate-image", help="check an image file")
+    v.add_argument("path")
+    d = msub.add_parser("dump", help="print the state in an image file as JSON")
+    d.add_argument("path")
+    j = msub.add_parser("journal", help="list journal entries of a meta dir")
+    j.add_argument("meta_dir")
+    j.add_argument("--from", dest="from_id", type=int, default=1)
+    j.add_argument("--limit", type=int, default=100)
+    return parser
+
+
+def make_config(args) -> Config:
+    kw = {}
+    if args.data_dir:
+        kw["data_dir"] = args.data_dir
+    for name in ("http_port", "query_port", "be_http_port"):
+        val = getattr(args, name, None)
+        if val is not None:
+            kw[name] = val
+    cfg = load_config(args.conf_dir or ("conf" if os.path.isdir("conf") else None), args.conf, **kw)
+    cfg.fe_http_port = cfg.http_port
+    return cfg
+
+
+async def _serve(cfg: Config, role: str) -> None:
+    from galene.be.server import BeServer
+    from galene.fe.server import FeServer
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    fe = be = None
+    try:
+        if role in ("start", "fe"):
+            fe = FeServer(cfg)
+            await fe.start()
+        if role in ("start", "be"):
+            be = BeServer(cfg)
+            await be.start()
+        if role == "start" and fe is not None and be is not None:
+            if not fe.state.backends:
+                await asyncio.to_thread(fe.catalog.add_backend, be.host, be.http_port)
+            fe.backends.poke()
+            await asyncio.to_thread(fe.engine_ready.wait, 300)
+            _banner(fe, be)
+        elif fe is not None:
+            print(f"Galene FE ready: mysql -h{fe.host} -P{fe.query_port} -uroot   http://{fe.host}:{fe.http_port}", flush=True)
+        elif be is not None:
+            print(
+                f"Galene BE ready on {be.host}:{be.http_port}; join it with: "
+                f"ALTER SYSTEM ADD BACKEND '{be.host}:{be.http_port}';",
+                flush=True,
+            )
+        await stop.wait()
+    finally:
+        print("Galene stopping...", flush=True)
+        if be is not None:
+            await be.stop()
+        if fe is not None:
+            await fe.stop()
+        print("Galene stopped.", flush=True)
+
+
+def _banner(fe, be) -> None:
+    engine = "ready" if fe.engine is not None else f"NOT available ({fe.engine_error})"
+    print(
+        f"""
+Galene is running (standalone: 1 FE, 1 BE, Spark {engine}).
+  data dir : {os.path.abspath(fe.cfg.data_dir)}
+  SQL      : mariadb -h{fe.host} -P{fe.query_port} -uroot          (or: mysql -h{fe.host} -P{fe.query_port} -uroot)
+  load     : curl --location-trusted -u root: -H "label:l1" -H "column_separator:," \\
+               -T data.csv http://{fe.host}:{fe.http_port}/api/<db>/<table>/_stream_load
+  stop     : Ctrl-C
+""",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "meta":
+        from galene.meta import tools
+
+        if args.meta_cmd == "validate-image":
+            ok, msg = tools.validate_image(args.path)
+            print(msg)
+            sys.exit(0 if ok else 1)
+        if args.meta_cmd == "dump":
+            journal_id, state = tools.read_image(args.path)
+            print(json.dumps({"journal_id": journal_id, "state": tools.dump_state(state)}, indent=2, default=str))
+            return
+        if args.meta_cmd == "journal":
+            for row in tools.list_journal(args.meta_dir, args.from_id, args.limit):
+                print(json.dumps(row, default=str))
+            return
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.cmd in ("start", "fe"):
+        check_java()
+    cfg = make_config(args)
+    asyncio.run(_serve(cfg, args.cmd))
+
+
+if __name__ == "__main__":
+    main()

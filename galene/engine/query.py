@@ -1,0 +1,125 @@
+"""Running one Spark SQL query over table snapshots and returning the result as Arrow.
+
+The caller (the SQL layer) has already rewritten the user's statement to Spark SQL over
+view names it chose, and says which table snapshot each view name means. `run_query`
+binds those names to `table_frame`s as temporary views for the duration of the query,
+runs it, and returns the rows as an Arrow table together with the Spark column types.
+
+DataFrames are kept per table snapshot in a small LRU: a DataFrame carries its resolved
+file index, so a repeated query over the same snapshot does not list the files again. The
+cache is keyed by the session generation, so a restarted session never sees frames of the
+dead one. If the Spark JVM dies during a query, the query is retried once on a new session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from galene.catalog.model import Table
+from galene.engine.scan import table_frame, visible_rowsets
+from galene.engine.session import SparkEngine
+
+log = logging.getLogger(__name__)
+
+FRAME_CACHE_SIZE = 64
+
+
+@dataclass
+class QueryOutput:
+    columns: list[tuple[str, str]]  # (name, Spark simpleString type)
+    table: pa.Table
+
+
+class _FrameCache:
+    """Bounded LRU of table snapshot -> DataFrame, valid for one session generation."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._frames: OrderedDict[tuple, DataFrame] = OrderedDict()
+        self._generation = -1
+        self._lock = threading.Lock()
+
+    def get_or_build(self, engine: SparkEngine, table: Table, version: int, storage_uri: str) -> DataFrame:
+        spark = engine.spark()
+        key = _snapshot_key(table, version, storage_uri)
+        with self._lock:
+            if self._generation != engine.generation:
+                self._frames.clear()
+                self._generation = engine.generation
+            df = self._frames.get(key)
+            if df is not None:
+                self._frames.move_to_end(key)
+                return df
+        df = table_frame(spark, table, storage_uri, version)
+        with self._lock:
+            if self._generation == engine.generation:
+                self._frames[key] = df
+                while len(self._frames) > self.size:
+                    self._frames.popitem(last=False)
+        return df
+
+    def clear(self) -> None:
+        with self._lock:
+            self._frames.clear()
+
+
+def _snapshot_key(table: Table, version: int, storage_uri: str) -> tuple:
+    # Compaction replaces rowsets at an unchanged version and schema changes keep the id,
+    # so the key names the exact files and columns read, not just (table id, version).
+    rowsets = tuple((r.id, r.version, tuple(r.files)) for r in visible_rowsets(table, version))
+    columns = tuple((c.name, c.type, c.hidden, c.is_key, c.aggregation) for c in table.columns)
+    return (
+        table.id,
+        version,
+        storage_uri,
+        table.keys_type,
+        tuple(table.key_columns),
+        columns,
+        rowsets,
+    )
+
+
+_frame_cache = _FrameCache(FRAME_CACHE_SIZE)
+
+
+def run_query(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+) -> QueryOutput:
+    """Run `spark_sql` with each view name bound to (table at version); rows as Arrow."""
+    try:
+        return _run_once(engine, spark_sql, views, storage_uri)
+    except Exception:
+        if engine.is_alive():
+            raise
+        log.warning("Spark died during a query; retrying once on a new session", exc_info=True)
+    return _run_once(engine, spark_sql, views, storage_uri)
+
+
+def _run_once(
+    engine: SparkEngine, spark_sql: str, views: dict[str, tuple[Table, int]], storage_uri: str
+) -> QueryOutput:
+    spark = engine.spark()
+    registered: list[str] = []
+    try:
+        for name, (table, version) in views.items():
+            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
+            registered.append(name)
+        df = spark.sql(spark_sql)
+        columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        result = df.toArrow()
+        return QueryOutput(columns=columns, table=result)
+    finally:
+        for name in registered:
+            try:
+                spark.catalog.dropTempView(name)
+            except Exception:  # noqa: BLE001 - the session may be dead; its views died with it
+                pass

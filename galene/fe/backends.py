@@ -1,0 +1,132 @@
+"""Backend liveness as the FE sees it: heartbeats, status, and the choice of a BE for a load.
+
+Which backends exist is journaled metadata (`CatalogState.backends`); whether one is alive
+right now is runtime state kept here and never journaled. Heartbeats go through the
+deadline client, and a BE that misses `max_backend_heartbeat_failure_times` in a row is
+marked not alive until a heartbeat succeeds again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from galene.catalog.model import Backend
+from galene.net.failure import FailureDetector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BackendRuntime:
+    alive: bool = False
+    http_port: int = 0
+    be_port: int = 0
+    brpc_port: int = 0
+    last_heartbeat: float = 0.0
+    last_start_time: float = 0.0
+    err_msg: str = ""
+    version: str = ""
+    cpu_cores: int = 0
+    heartbeat_failures: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class BackendMonitor:
+    def __init__(self, fe, *, interval_s: float, failure_threshold: int):
+        self.fe = fe
+        self.interval_s = interval_s
+        self.detector = FailureDetector(threshold=failure_threshold)
+        self.runtime: dict[int, BackendRuntime] = {}
+        self._rr = itertools.count()
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def status(self, be_id: int) -> BackendRuntime:
+        return self.runtime.setdefault(be_id, BackendRuntime())
+
+    async def heartbeat_once(self, be: Backend) -> None:
+        rt = self.status(be.id)
+        peer = f"{be.host}:{be.heartbeat_port}"
+        payload = {
+            "cluster_id": self.fe.store.cluster_id,
+            "token": self.fe.store.token,
+            "fe_host": self.fe.host,
+            "fe_http_port": self.fe.http_port,
+            "backend_id": be.id,
+        }
+        try:
+            status, body = await self.fe.rpc.call_json(
+                "POST",
+                f"http://{peer}/api/_internal/heartbeat",
+                json=payload,
+                timeout_s=max(1.0, min(self.interval_s, 5.0)),
+            )
+            if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
+                raise RuntimeError(f"heartbeat refused: HTTP {status} {body}")
+        except Exception as e:  # any failure counts; the detector decides when it is down
+            self.detector.record_failure(peer, str(e))
+            rt.heartbeat_failures += 1
+            rt.err_msg = str(e)[:500]
+            if self.detector.is_down(peer):
+                rt.alive = False
+            return
+        self.detector.record_success(peer)
+        rt.alive = True
+        rt.heartbeat_failures = 0
+        rt.err_msg = ""
+        rt.last_heartbeat = time.time()
+        rt.http_port = int(body.get("http_port", 0))
+        rt.be_port = int(body.get("be_port", 0))
+        rt.brpc_port = int(body.get("brpc_port", 0))
+        rt.version = str(body.get("version", ""))
+        rt.cpu_cores = int(body.get("cpu_cores", 0) or 0)
+        rt.last_start_time = float(body.get("start_time", 0) or 0)
+
+    async def heartbeat_all(self) -> None:
+        backends = list(self.fe.state.backends.values())
+        if backends:
+            await asyncio.gather(*(self.heartbeat_once(be) for be in backends))
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.heartbeat_all()
+            except Exception:  # keep the loop alive whatever one round did
+                log.exception("heartbeat round failed")
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.interval_s)
+            except asyncio.TimeoutError:
+                pass
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run(), name="fe-heartbeat")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    def load_available(self) -> list[tuple[Backend, BackendRuntime]]:
+        out = []
+        for be in sorted(self.fe.state.backends.values(), key=lambda b: b.id):
+            rt = self.status(be.id)
+            if rt.alive and rt.http_port and not be.decommissioned:
+                out.append((be, rt))
+        return out
+
+    def choose_for_load(self) -> tuple[Backend, BackendRuntime] | None:
+        avail = self.load_available()
+        if not avail:
+            return None
+        return avail[next(self._rr) % len(avail)]

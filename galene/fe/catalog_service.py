@@ -1,0 +1,305 @@
+"""The FE's metadata service: validates requests, builds journal ops, logs them.
+
+Everything that changes FE metadata goes through `CatalogService`: it checks the request
+against the current state under one lock, allocates ids, and hands a fully specified op to
+`MetaStore.log` (journal first, then apply). Readers use `state` directly; the lock only
+serializes writers so that check-then-log cannot race.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from galene.catalog.model import Backend, CatalogState, Database, Rowset, Table, Txn
+from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
+from galene.meta import ops
+from galene.meta.store import MetaStore
+
+log = logging.getLogger(__name__)
+
+INFORMATION_SCHEMA = "information_schema"
+
+# Doris' ExistingJobStatus for a label that is already used, by txn status.
+EXISTING_JOB_STATUS = {
+    "PREPARE": "RUNNING",
+    "PRECOMMITTED": "PRECOMMITTED",
+    "COMMITTED": "FINISHED",
+    "VISIBLE": "FINISHED",
+}
+
+
+class LabelAlreadyExists(LoadError):
+    def __init__(self, label: str, txn: Txn):
+        super().__init__(
+            f"Label [{label}] has already been used, relate to txn [{txn.id}]", status="Label Already Exists"
+        )
+        self.txn = txn
+        self.existing_status = EXISTING_JOB_STATUS.get(txn.status, "FINISHED")
+
+
+@dataclass
+class TxnTimeouts:
+    default_s: int
+    max_s: int = 259200
+
+
+class CatalogService:
+    def __init__(self, store: MetaStore, *, label_keep_max_second: int, default_load_timeout_s: int = 600):
+        self.store = store
+        self.lock = threading.RLock()
+        self.label_keep_max_second = label_keep_max_second
+        self.default_load_timeout_s = default_load_timeout_s
+
+    @property
+    def state(self) -> CatalogState:
+        return self.store.state
+
+    # --- ids ------------------------------------------------------------------------
+    def _allocator(self):
+        """Return (alloc, high) where alloc() hands out ids and high() is the op's next_id."""
+        counter = [self.state.next_id]
+
+        def alloc() -> int:
+            counter[0] += 1
+            return counter[0] - 1
+
+        return alloc, lambda: counter[0]
+
+    # --- lookups --------------------------------------------------------------------
+    def db(self, name: str) -> Database:
+        db_id = self.state.db_names.get(name)
+        if db_id is None:
+            raise unknown_database(name)
+        return self.state.databases[db_id]
+
+    def has_db(self, name: str) -> bool:
+        return name in self.state.db_names or name.lower() == INFORMATION_SCHEMA
+
+    def table(self, db_name: str, table_name: str) -> Table:
+        db = self.db(db_name)
+        table_id = db.tables.get(table_name)
+        if table_id is None:
+            # Doris table names are case-sensitive, but be forgiving when unambiguous.
+            matches = [tid for n, tid in db.tables.items() if n.lower() == table_name.lower()]
+            if len(matches) != 1:
+                raise unknown_table(table_name, db_name)
+            table_id = matches[0]
+        return self.state.tables[table_id]
+
+    def table_by_id(self, table_id: int) -> Table | None:
+        return self.state.tables.get(table_id)
+
+    # --- DDL ------------------------------------------------------------------------
+    def create_database(self, name: str, if_not_exists: bool = False, properties: dict | None = None) -> bool:
+        if not name or name.lower() == INFORMATION_SCHEMA:
+            raise AnalysisError(f"Can't create database '{name}'; database exists")
+        with self.lock:
+            if name in self.state.db_names:
+                if if_not_exists:
+                    return False
+                raise AnalysisError(f"Can't create database '{name}'; database exists")
+            alloc, high = self._allocator()
+            db = Database(id=alloc(), name=name, properties=dict(properties or {}), create_time=time.time())
+            self.store.log(ops.CreateDb(db=db, next_id=high()))
+            return True
+
+    def drop_database(self, name: str, if_exists: bool = False) -> bool:
+        with self.lock:
+            db_id = self.state.db_names.get(name)
+            if db_id is None:
+                if if_exists:
+                    return False
+                raise AnalysisError(f"Can't drop database '{name}'; database doesn't exist")
+            self.store.log(ops.DropDb(db_id=db_id))
+            return True
+
+    def create_table(self, db_name: str, build_table, if_not_exists: bool = False) -> Table | None:
+        """`build_table(db_id, alloc, now)` returns the Table to create (see sql.ddl)."""
+        with self.lock:
+            db = self.db(db_name)
+            alloc, high = self._allocator()
+            table = build_table(db.id, alloc, time.time())
+            if table.name in db.tables:
+                if if_not_exists:
+                    return None
+                raise AnalysisError(f"Table '{table.name}' already exists")
+            self.store.log(ops.CreateTable(table=table, next_id=high()))
+            return table
+
+    def drop_table(self, db_name: str, table_name: str, if_exists: bool = False) -> bool:
+        with self.lock:
+            db = self.db(db_name)
+            if table_name not in db.tables:
+                if if_exists:
+                    return False
+                raise unknown_table(table_name, db_name)
+            self.store.log(ops.DropTable(db_id=db.id, table_id=db.tables[table_name]))
+            return True
+
+    def rename_table(self, db_name: str, table_name: str, new_name: str) -> None:
+        with self.lock:
+            db = self.db(db_name)
+            table = self.table(db_name, table_name)
+            if new_name in db.tables:
+                raise AnalysisError(f"Table '{new_name}' already exists")
+            self.store.log(ops.RenameTable(db_id=db.id, table_id=table.id, new_name=new_name))
+
+    def set_table_properties(self, db_name: str, table_name: str, properties: dict[str, str]) -> None:
+        with self.lock:
+            table = self.table(db_name, table_name)
+            self.store.log(ops.SetTableProperties(table_id=table.id, properties=dict(properties)))
+
+    # --- transactions ---------------------------------------------------------------
+    def begin_txn(
+        self, db_name: str, table_name: str, label: str, *, timeout_s: int | None = None, backend_id: int = 0
+    ) -> tuple[Txn, Table]:
+        with self.lock:
+            db = self.db(db_name)
+            table = self.table(db_name, table_name)
+            existing_id = db.labels.get(label)
+            if existing_id is not None:
+                existing = self.state.txns.get(existing_id)
+                if existing is not None and existing.status != "ABORTED":
+                    raise LabelAlreadyExists(label, existing)
+            alloc, high = self._allocator()
+            txn = Txn(
+                id=alloc(),
+                db_id=db.id,
+                table_id=table.id,
+                label=label,
+                status="PREPARE",
+                backend_id=backend_id,
+                timeout_s=int(timeout_s or self.default_load_timeout_s),
+                begin_time=time.time(),
+            )
+            self.store.log(ops.BeginTxn(txn=txn, next_id=high()))
+            return txn, table
+
+    def _live_txn(self, txn_id: int, allowed: tuple[str, ...]) -> Txn:
+        txn = self.state.txns.get(txn_id)
+        if txn is None:
+            raise GaleneError(f"transaction [{txn_id}] not found")
+        if txn.status not in allowed:
+            if txn.status == "ABORTED":
+                raise GaleneError(f"transaction [{txn_id}] is already aborted. abort reason: {txn.reason}")
+            raise GaleneError(f"transaction [{txn_id}] is already {txn.status.lower()}")
+        return txn
+
+    def commit_txn(self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0) -> Txn:
+        with self.lock:
+            txn = self._live_txn(txn_id, ("PREPARE", "PRECOMMITTED"))
+            table = self.state.tables.get(txn.table_id)
+            if table is None:
+                raise GaleneError(f"table of transaction [{txn_id}] was dropped")
+            rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
+            version = table.visible_version + 1
+            stamped = [
+                Rowset(
+                    id=r.id,
+                    tablet_id=r.tablet_id,
+                    partition_id=r.partition_id,
+                    version=version,
+                    txn_id=txn_id,
+                    files=list(r.files),
+                    num_rows=r.num_rows,
+                    data_size=r.data_size,
+                )
+                for r in rowsets
+            ]
+            self.store.log(
+                ops.CommitTxn(
+                    txn_id=txn_id,
+                    version=version,
+                    rowsets=stamped,
+                    time=time.time(),
+                    num_rows=num_rows,
+                    load_bytes=load_bytes,
+                )
+            )
+            return txn
+
+    def precommit_txn(self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0) -> Txn:
+        with self.lock:
+            txn = self._live_txn(txn_id, ("PREPARE",))
+            self.store.log(
+                ops.PrecommitTxn(
+                    txn_id=txn_id, rowsets=list(rowsets), time=time.time(), num_rows=num_rows, load_bytes=load_bytes
+                )
+            )
+            return txn
+
+    def abort_txn(self, txn_id: int, reason: str) -> Txn | None:
+        with self.lock:
+            txn = self.state.txns.get(txn_id)
+            if txn is None or txn.status in ("ABORTED",):
+                return txn
+            if txn.status in ("COMMITTED", "VISIBLE"):
+                raise GaleneError(f"transaction [{txn_id}] is already visible, could not abort")
+            self.store.log(ops.AbortTxn(txn_id=txn_id, reason=reason[:1024], time=time.time()))
+            return txn
+
+    def txn_by_label(self, db_name: str, label: str) -> Txn | None:
+        db = self.db(db_name)
+        txn_id = db.labels.get(label)
+        return self.state.txns.get(txn_id) if txn_id is not None else None
+
+    def expire_txns(self, now: float | None = None) -> list[int]:
+        """Abort transactions past their timeout; forget finished ones past label retention."""
+        now = now or time.time()
+        aborted: list[int] = []
+        with self.lock:
+            for txn in list(self.state.txns.values()):
+                if txn.status == "PREPARE" and now - txn.begin_time > txn.timeout_s:
+                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="timeout by txn manager", time=now))
+                    aborted.append(txn.id)
+            expired = [
+                t.id
+                for t in self.state.txns.values()
+                if t.status in ("VISIBLE", "ABORTED") and t.finish_time and now - t.finish_time > self.label_keep_max_second
+            ]
+            if expired:
+                self.store.log(ops.ExpireTxns(txn_ids=expired))
+        return aborted
+
+    # --- backends -------------------------------------------------------------------
+    def add_backend(self, host: str, heartbeat_port: int, tags: dict[str, str] | None = None) -> Backend:
+        with self.lock:
+            for be in self.state.backends.values():
+                if be.host == host and be.heartbeat_port == heartbeat_port:
+                    raise AnalysisError(f"Same backend already exists[{host}:{heartbeat_port}]")
+            alloc, high = self._allocator()
+            be = Backend(id=alloc(), host=host, heartbeat_port=heartbeat_port, tags=dict(tags or {}), add_time=time.time())
+            self.store.log(ops.AddBackend(backend=be, next_id=high()))
+            return be
+
+    def find_backend(self, host: str, port: int) -> Backend:
+        for be in self.state.backends.values():
+            if be.host == host and be.heartbeat_port == port:
+                return be
+        raise AnalysisError(f"backend does not exists[{host}:{port}]")
+
+    def drop_backend(self, host: str, heartbeat_port: int) -> None:
+        with self.lock:
+            be = self.find_backend(host, heartbeat_port)
+            self.store.log(ops.DropBackend(backend_id=be.id))
+
+    def modify_backend(self, host: str, heartbeat_port: int, tags: dict[str, str]) -> None:
+        with self.lock:
+            be = self.find_backend(host, heartbeat_port)
+            self.store.log(ops.ModifyBackend(backend_id=be.id, tags=dict(tags)))
+
+    # --- storage --------------------------------------------------------------------
+    def referenced_files(self) -> set[str]:
+        """Relative paths of every file a committed or precommitted rowset owns."""
+        with self.lock:
+            files: set[str] = set()
+            for table in self.state.tables.values():
+                for r in table.rowsets:
+                    files.update(r.files)
+            for txn in self.state.txns.values():
+                for r in txn.rowsets:
+                    files.update(r.files)
+            return files

@@ -1,0 +1,239 @@
+"""The FE's HTTP API (port 8030): stream-load entry (307 to a BE), load state, health,
+metrics, metadata tools, and the internal transaction API the BEs call.
+
+The stream-load entry never reads the body: it answers 307 at once with the credentials in
+the Location URL (many clients drop `Authorization` on a cross-port redirect) and closes the
+connection, so a client that sent `Expect: 100-continue` never uploads the data twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from urllib.parse import quote
+
+import msgspec
+from aiohttp import web
+
+from galene.be.stream_load import parse_basic_auth
+from galene.catalog.model import Rowset
+from galene.common.errors import GaleneError, LoadError
+from galene.fe.catalog_service import LabelAlreadyExists
+from galene.meta import tools as meta_tools
+from galene.net.server import tasks_dump_handler
+
+log = logging.getLogger(__name__)
+
+TOKEN_HEADER = "X-Galene-Token"
+
+
+def password_hash(password: str) -> str:
+    """MySQL native stored form: hex(SHA1(SHA1(password))); empty password stays ''."""
+    if not password:
+        return ""
+    return hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest()
+
+
+async def _no_continue(request: web.Request) -> None:
+    """Expect handler of the FE's stream-load entry: answer with the 307, not 100 Continue."""
+    return None
+
+
+class FeHttpApi:
+    def __init__(self, fe):
+        self.fe = fe
+
+    def routes(self) -> list:
+        sl = self.stream_load_entry
+        return [
+            web.put("/api/{db}/{table}/_stream_load", sl, expect_handler=_no_continue),
+            web.put("/api/{db}/{table}/_stream_load/", sl, expect_handler=_no_continue),
+            web.get("/api/{db}/get_load_state", self.get_load_state),
+            web.get("/api/health", self.health),
+            web.get("/api/bootstrap", self.health),
+            web.get("/metrics", self.metrics),
+            web.get("/api/_tasks", tasks_dump_handler),
+            web.get("/dump", self.dump),
+            web.get("/api/_journal", self.journal),
+            web.post("/api/_gc", self.gc),
+            web.post("/api/_internal/txn/begin", self.txn_begin),
+            web.post("/api/_internal/txn/commit", self.txn_commit),
+            web.post("/api/_internal/txn/abort", self.txn_abort),
+        ]
+
+    # --- auth -----------------------------------------------------------------------
+    def check_user(self, user: str, password: str) -> bool:
+        stored = self.fe.state.users.get(user.split("@")[0])
+        return stored is not None and stored == password_hash(password)
+
+    def _basic_auth(self, request: web.Request) -> tuple[str, str] | None:
+        auth = parse_basic_auth(request.headers.get("Authorization"))
+        if auth is None or not self.check_user(*auth):
+            return None
+        return auth
+
+    def _unauthorized(self) -> web.Response:
+        return web.json_response(
+            {"status": "FAILED", "msg": "Access denied for user. Please check your username and password."},
+            status=401,
+            headers={"WWW-Authenticate": 'Basic realm="galene"'},
+        )
+
+    def _check_token(self, request: web.Request) -> bool:
+        return request.headers.get(TOKEN_HEADER, "") == self.fe.store.token
+
+    # --- stream load entry ----------------------------------------------------------
+    async def stream_load_entry(self, request: web.Request) -> web.StreamResponse:
+        auth = self._basic_auth(request)
+        if auth is None:
+            return self._unauthorized()
+        db, table = request.match_info["db"], request.match_info["table"]
+        try:
+            self.fe.catalog.table(db, table)
+        except GaleneError as e:
+            return self._fail_json(e.message)
+        choice = self.fe.backends.choose_for_load()
+        if choice is None:
+            return self._fail_json("No available backends to load data. Check SHOW BACKENDS.")
+        be, rt = choice
+        user, password = auth
+        cred = f"{quote(user, safe='')}:{quote(password, safe='')}@"
+        location = f"http://{cred}{be.host}:{rt.http_port}{request.path}"
+        if request.query_string:
+            location += "?" + request.query_string
+        resp = web.Response(status=307, headers={"Location": location})
+        # The body (if the client sent it) is not read: the connection cannot be reused.
+        resp.force_close()
+        return resp
+
+    def _fail_json(self, message: str) -> web.Response:
+        resp = web.json_response({"Status": "Fail", "Message": message, "status": "FAILED", "msg": message})
+        resp.force_close()
+        return resp
+
+    async def get_load_state(self, request: web.Request) -> web.Response:
+        if self._basic_auth(request) is None:
+            return self._unauthorized()
+        label = request.query.get("label", "")
+        try:
+            txn = self.fe.catalog.txn_by_label(request.match_info["db"], label)
+        except GaleneError as e:
+            return web.json_response({"status": "FAILED", "msg": e.message, "data": None})
+        state = "UNKNOWN" if txn is None else txn.status
+        return web.json_response({"msg": "success", "code": 0, "data": state, "count": 0})
+
+    # --- operations -----------------------------------------------------------------
+    async def health(self, request: web.Request) -> web.Response:
+        st = self.fe.state
+        return web.json_response(
+            {
+                "msg": "success",
+                "code": 0,
+                "data": {
+                    "total_backend_num": len(st.backends),
+                    "online_backend_num": len(self.fe.backends.load_available()),
+                    "query_engine_ready": self.fe.engine_ready.is_set(),
+                },
+                "count": 0,
+            }
+        )
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        m = self.fe.metrics
+        m.set("galene_fe_journal_id", self.fe.store.last_journal_id)
+        m.set("galene_fe_image_journal_id", self.fe.store.last_image_id)
+        m.set("galene_fe_databases", len(self.fe.state.databases))
+        m.set("galene_fe_tables", len(self.fe.state.tables))
+        m.set("galene_fe_backends_alive", len(self.fe.backends.load_available()))
+        return web.Response(text=m.render(), content_type="text/plain")
+
+    async def dump(self, request: web.Request) -> web.Response:
+        if self._basic_auth(request) is None:
+            return self._unauthorized()
+        path = self.fe.cfg.meta_path / "dump" / f"image.{self.fe.store.last_journal_id}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.fe.catalog.lock:
+            await asyncio.to_thread(
+                meta_tools.write_image_file, self.fe.state, self.fe.store.last_journal_id, path
+            )
+        return web.json_response({"msg": "success", "code": 0, "data": {"dumpFilePath": str(path)}, "count": 0})
+
+    async def journal(self, request: web.Request) -> web.Response:
+        if self._basic_auth(request) is None:
+            return self._unauthorized()
+        start = int(request.query.get("from", "1"))
+        limit = min(int(request.query.get("limit", "100")), 1000)
+        rows = await asyncio.to_thread(meta_tools.list_journal, self.fe.cfg.meta_path, start, limit)
+        return web.Response(text=json.dumps(rows, default=str), content_type="application/json")
+
+    async def gc(self, request: web.Request) -> web.Response:
+        if self._basic_auth(request) is None:
+            return self._unauthorized()
+        grace = request.query.get("grace_seconds")
+        deleted = await self.fe.run_gc(float(grace) if grace is not None else None)
+        return web.json_response({"msg": "success", "code": 0, "data": {"deleted": deleted}, "count": 0})
+
+    # --- internal txn API (BE -> FE) ------------------------------------------------
+    async def _internal(self, request: web.Request, fn) -> web.Response:
+        if not self._check_token(request):
+            return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        try:
+            payload = await request.json()
+            return web.json_response(await fn(payload))
+        except LabelAlreadyExists as e:
+            return web.json_response(
+                {
+                    "status": "ERROR",
+                    "load_status": "Label Already Exists",
+                    "message": e.message,
+                    "existing_status": e.existing_status,
+                    "txn_id": e.txn.id,
+                }
+            )
+        except GaleneError as e:
+            return web.json_response({"status": "ERROR", "load_status": getattr(e, "status", "Fail"), "message": e.message})
+
+    async def txn_begin(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            if not self.check_user(p.get("user", ""), p.get("password", "")):
+                raise LoadError("Access denied for user. Please check your username and password.")
+            txn, table = await asyncio.to_thread(
+                self.fe.catalog.begin_txn,
+                p["db"],
+                p["table"],
+                p["label"],
+                timeout_s=int(p.get("timeout_s") or 0) or None,
+                backend_id=int(p.get("backend_id") or 0),
+            )
+            table_doc = msgspec.to_builtins(table)
+            table_doc["rowsets"] = []  # the BE needs the schema and layout, not the data files
+            return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": table_doc}
+
+        return await self._internal(request, fn)
+
+    async def txn_commit(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            rowsets = msgspec.convert(p.get("rowsets", []), list[Rowset])
+            commit = self.fe.catalog.precommit_txn if p.get("two_phase") else self.fe.catalog.commit_txn
+            t0 = time.monotonic()
+            await asyncio.to_thread(
+                commit,
+                int(p["txn_id"]),
+                rowsets,
+                num_rows=int(p.get("num_rows", 0)),
+                load_bytes=int(p.get("load_bytes", 0)),
+            )
+            self.fe.metrics.observe_ms("galene_fe_txn_commit", (time.monotonic() - t0) * 1000)
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)
+
+    async def txn_abort(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            await asyncio.to_thread(self.fe.catalog.abort_txn, int(p["txn_id"]), str(p.get("reason", "")))
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)

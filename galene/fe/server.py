@@ -1,0 +1,192 @@
+"""The FE process: metadata, the SQL and HTTP endpoints, backends, Spark, housekeeping.
+
+`FeServer.start()` recovers metadata (newest valid image + journal tail), starts the HTTP
+API and the MySQL endpoint, starts warming the Spark session in the background (queries
+wait for it; DDL and loads do not), and runs the heartbeat, transaction-timeout and
+storage-GC loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+from aiohttp import web
+
+from galene import DORIS_COMPAT_VERSION, VERSION_COMMENT
+from galene.config import Config
+from galene.fe.backends import BackendMonitor
+from galene.fe.catalog_service import CatalogService
+from galene.fe.http_api import FeHttpApi
+from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
+from galene.meta.store import MetaStore
+from galene.net.client import RpcClient
+from galene.net.server import Metrics, make_server_socket
+from galene.sql.executor import SqlExecutor
+from galene.storage.fs import filesystem_for
+from galene.storage.gc import collect_garbage
+
+log = logging.getLogger(__name__)
+
+
+class FeServer:
+    def __init__(self, cfg: Config, *, start_engine: bool = True):
+        self.cfg = cfg
+        self.host = cfg.priority_networks.split(",")[0].split("/")[0] or "127.0.0.1"
+        self.http_port = cfg.http_port
+        self.query_port = cfg.query_port
+        self.start_time = time.time()
+        self.metrics = Metrics()
+        self.store = MetaStore(
+            cfg.meta_path,
+            sync_policy=cfg.master_sync_policy,
+            roll_num=cfg.edit_log_roll_num,
+            node_name=f"fe_{self.host.replace('.', '_')}_{cfg.edit_log_port}",
+        )
+        self.catalog: CatalogService | None = None
+        self.engine = None
+        self.engine_ready = threading.Event()
+        self.engine_error: BaseException | None = None
+        self._start_engine = start_engine
+        self.rpc: RpcClient | None = None
+        self.backends = BackendMonitor(
+            self, interval_s=cfg.heartbeat_interval_second, failure_threshold=cfg.max_backend_heartbeat_failure_times
+        )
+        self.executor: SqlExecutor | None = None
+        self.mysql: GaleneMysqlServer | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.fs, self.root = filesystem_for(cfg.storage_uri)
+
+    @property
+    def state(self):
+        return self.store.state
+
+    # --- lifecycle ------------------------------------------------------------------
+    async def start(self) -> None:
+        await asyncio.to_thread(self.store.open)
+        self.catalog = CatalogService(
+            self.store,
+            label_keep_max_second=self.cfg.label_keep_max_second,
+            default_load_timeout_s=min(self.cfg.stream_load_default_timeout_second, 600),
+        )
+        self.rpc = RpcClient(
+            token=self.store.token,
+            default_timeout_s=self.cfg.rpc_timeout_ms / 1000,
+            user_timeout_ms=self.cfg.tcp_user_timeout_ms,
+            keepalive_idle_s=self.cfg.tcp_keepalive_idle_s,
+        )
+        if self._start_engine:
+            threading.Thread(target=self._warm_engine, name="galene-spark-start", daemon=True).start()
+
+        app = web.Application()
+        app.add_routes(FeHttpApi(self).routes())
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        sock = make_server_socket(self.host, self.cfg.http_port)
+        self.http_port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock).start()
+
+        self.executor = SqlExecutor(self)
+        self.mysql = GaleneMysqlServer(
+            self.executor,
+            host=self.host,
+            port=self.cfg.query_port,
+            version=DORIS_COMPAT_VERSION,
+            version_comment=VERSION_COMMENT,
+        )
+        await self.mysql.start()
+        self.query_port = self.mysql.port
+
+        self.backends.start()
+        self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
+        log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await self.backends.stop()
+        if self.mysql is not None:
+            await self.mysql.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.rpc is not None:
+            await self.rpc.close()
+        if self.engine is not None:
+            await asyncio.to_thread(self.engine.stop)
+        await asyncio.to_thread(self.store.close)
+
+    # --- Spark ----------------------------------------------------------------------
+    def _warm_engine(self) -> None:
+        try:
+            from galene.engine.session import SparkEngine
+
+            conf = {
+                "spark.driver.memory": self.cfg.spark_driver_memory,
+                "spark.sql.shuffle.partitions": str(self.cfg.spark_shuffle_partitions),
+            }
+            engine = SparkEngine(self.cfg.spark_master or None, conf=conf)
+            engine.start()
+            self.engine = engine
+        except BaseException as e:  # surfaced to queries, not fatal for DDL and loads
+            log.exception("Spark failed to start")
+            self.engine_error = e
+        finally:
+            self.engine_ready.set()
+
+    async def wait_engine(self) -> None:
+        if not self.engine_ready.is_set():
+            await asyncio.to_thread(self.engine_ready.wait, 300)
+        if self.engine is None:
+            from galene.common.errors import GaleneError
+
+            raise GaleneError(f"query engine (Spark) is not available: {self.engine_error}")
+
+    # --- housekeeping ---------------------------------------------------------------
+    async def _housekeeping(self) -> None:
+        last_gc = time.monotonic()
+        while True:
+            await asyncio.sleep(5)
+            try:
+                await asyncio.to_thread(self.catalog.expire_txns)
+                if time.monotonic() - last_gc > self.cfg.gc_interval_seconds:
+                    last_gc = time.monotonic()
+                    await self.run_gc()
+            except Exception:
+                log.exception("housekeeping failed")
+
+    async def run_gc(self, grace_seconds: float | None = None) -> list[str]:
+        grace = self.cfg.gc_grace_seconds if grace_seconds is None else grace_seconds
+        referenced = self.catalog.referenced_files()
+        return await asyncio.to_thread(collect_garbage, self.fs, self.root, referenced, grace)
+
+    async def show_proc(self, path: str) -> StatementResult:
+        from galene.fe.mysql_server import ResultColumn
+        from galene.common.types import ColumnType
+        from galene.meta import tools as meta_tools
+
+        s = ColumnType(name="VARCHAR", length=255)
+        parts = [p for p in path.strip().strip("'\"").split("/") if p]
+        if parts[:1] == ["bdbje"]:
+            if len(parts) == 1:
+                first = self.store.last_image_id + 1
+                count = self.store.last_journal_id - self.store.last_image_id
+                rows = [(str(first), str(count), "")]
+                return StatementResult(
+                    columns=[ResultColumn("DbNames", s), ResultColumn("JournalNumber", s), ResultColumn("Comment", s)],
+                    rows=rows,
+                )
+            start = int(parts[1]) if parts[1].isdigit() else 1
+            entries = await asyncio.to_thread(meta_tools.list_journal, self.cfg.meta_path, start, 100)
+            if len(parts) == 2:
+                return StatementResult(columns=[ResultColumn("JournalId", s)], rows=[(str(e["id"]),) for e in entries])
+            jid = int(parts[2])
+            rows = [(str(e["id"]), e["op_type"], str(e["data"])) for e in entries if e["id"] == jid]
+            return StatementResult(
+                columns=[ResultColumn("JournalId", s), ResultColumn("OpType", s), ResultColumn("Data", s)], rows=rows
+            )
+        from galene.common.errors import GaleneError
+
+        raise GaleneError(f"Proc path '{path}' doesn't exist")

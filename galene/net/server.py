@@ -1,0 +1,295 @@
+"""Helpers every Galene HTTP server uses: listening sockets, the task dump, metrics.
+
+Owns `make_server_socket` (tuned listening sockets for `aiohttp.web.SockSite`),
+`tasks_dump_text` / `tasks_dump_handler` (every running asyncio task with its await chain, and
+every thread's stack, so a hang can be read off `/api/_tasks` without a debugger), and the
+Prometheus text exposition (`metrics_text`, `Metrics`) behind `/metrics`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import linecache
+import math
+import re
+import socket
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from galene.net.client import tune_socket
+
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+# ---------------------------------------------------------------------------------------------
+# Listening sockets
+
+
+def make_server_socket(
+    host: str,
+    port: int,
+    *,
+    user_timeout_ms: int = 5000,
+    keepalive_idle_s: int = 5,
+    backlog: int = 1024,
+) -> socket.socket:
+    """A bound, listening, non-blocking TCP socket for `web.SockSite` (port 0 picks a free one).
+
+    Keepalive and TCP_USER_TIMEOUT are set on the listening socket; Linux copies them to every
+    accepted connection, so a client that vanishes mid-request is noticed by the server too.
+    """
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, type_, proto, _, address = infos[0]
+    sock = socket.socket(family, type_, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tune_socket(sock, user_timeout_ms=user_timeout_ms, keepalive_idle_s=keepalive_idle_s)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+# ---------------------------------------------------------------------------------------------
+# Task dump
+
+
+def _frame_lines(frame: Any, lineno: int | None = None) -> list[str]:
+    code = frame.f_code
+    lineno = frame.f_lineno if lineno is None else lineno
+    lines = [f'  File "{code.co_filename}", line {lineno}, in {code.co_name}']
+    source = linecache.getline(code.co_filename, lineno).strip()
+    if source:
+        lines.append(f"    {source}")
+    return lines
+
+
+def _await_chain(task: asyncio.Task) -> list[str]:
+    """The frames of a task from its outer coroutine down to the innermost await point.
+
+    `Task.get_stack()` shows only the outermost frame of a suspended task; the hang is
+    usually at the innermost one, so the `cr_await` chain is followed instead.
+    """
+    lines: list[str] = []
+    awaitable: Any = task.get_coro()
+    for _ in range(200):  # bound the walk; chains are short in practice
+        frame = (
+            getattr(awaitable, "cr_frame", None)
+            or getattr(awaitable, "gi_frame", None)
+            or getattr(awaitable, "ag_frame", None)
+        )
+        if frame is not None:
+            lines.extend(_frame_lines(frame))
+        inner = (
+            getattr(awaitable, "cr_await", None)
+            or getattr(awaitable, "gi_yieldfrom", None)
+            or getattr(awaitable, "ag_await", None)
+        )
+        if inner is None:
+            break
+        awaitable = inner
+    waiting_on = getattr(task, "_fut_waiter", None)
+    if waiting_on is not None:
+        lines.append(f"  waiting on {waiting_on!r}")
+    return lines
+
+
+def tasks_dump_text() -> str:
+    """All asyncio tasks of the running loop with their await chains, then all threads."""
+    out: list[str] = []
+    try:
+        tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
+    except RuntimeError:  # no running loop in this thread
+        tasks = []
+    current = asyncio.current_task() if tasks else None
+    out.append(f"== {len(tasks)} asyncio tasks ==")
+    for task in tasks:
+        marker = " (this dump)" if task is current else ""
+        state = "done" if task.done() else "pending"
+        out.append(f"Task {task.get_name()} [{state}]{marker}: {task.get_coro()!r}")
+        out.extend(_await_chain(task))
+        out.append("")
+    frames = sys._current_frames()
+    threads = sorted(threading.enumerate(), key=lambda t: t.name)
+    out.append(f"== {len(threads)} threads ==")
+    for thread in threads:
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        out.append(f"Thread {thread.name} (ident {thread.ident}, daemon={thread.daemon}):")
+        if frame is not None:
+            out.extend(line.rstrip("\n") for line in traceback.format_stack(frame))
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+async def tasks_dump_handler(request: web.Request) -> web.Response:
+    """GET /api/_tasks: text dump of all running asyncio tasks with their stacks."""
+    return web.Response(text=tasks_dump_text(), content_type="text/plain")
+
+
+# ---------------------------------------------------------------------------------------------
+# Prometheus text exposition
+
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def _check_metric_name(name: str) -> None:
+    if not _METRIC_NAME.match(name):
+        raise ValueError(f"invalid Prometheus metric name: {name!r}")
+
+
+def _escape_label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _format_labels(labels: Mapping[str, Any]) -> str:
+    if not labels:
+        return ""
+    parts = []
+    for key in sorted(labels):
+        if not _LABEL_NAME.match(key):
+            raise ValueError(f"invalid Prometheus label name: {key!r}")
+        parts.append(f'{key}="{_escape_label_value(str(labels[key]))}"')
+    return "{" + ",".join(parts) + "}"
+
+
+def _format_value(value: float | int) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def metrics_text(
+    metrics: Mapping[str, float | int],
+    labels: Mapping[str, str] | None = None,
+    *,
+    types: Mapping[str, str] | None = None,
+    help: Mapping[str, str] | None = None,
+) -> str:
+    """One sample per metric, all with the same `labels`, in Prometheus text format.
+
+    `types` maps a name to "counter" or "gauge" (default gauge); `help` adds # HELP lines.
+    """
+    label_text = _format_labels(labels or {})
+    out: list[str] = []
+    for name in sorted(metrics):
+        _check_metric_name(name)
+        if help and name in help:
+            out.append(f"# HELP {name} {help[name]}")
+        out.append(f"# TYPE {name} {(types or {}).get(name, 'gauge')}")
+        out.append(f"{name}{label_text} {_format_value(metrics[name])}")
+    return "\n".join(out) + "\n" if out else ""
+
+
+class Metrics:
+    """A small thread-safe registry of counters and gauges with labels.
+
+    `const_labels` (e.g. role and node) are added to every sample. A name is a counter when
+    first used with `inc` and a gauge when first used with `set`/`set_function`, unless
+    `describe` said otherwise; a counter cannot be `set` or decreased.
+    """
+
+    def __init__(self, const_labels: Mapping[str, str] | None = None):
+        self.const_labels = dict(const_labels or {})
+        _format_labels(self.const_labels)  # validate label names early
+        self._kinds: dict[str, str] = {}
+        self._help: dict[str, str] = {}
+        self._values: dict[str, dict[tuple[tuple[str, str], ...], float | int]] = {}
+        self._functions: dict[str, dict[tuple[tuple[str, str], ...], Callable[[], float | int]]] = {}
+        self._lock = threading.Lock()
+
+    def _kind(self, name: str, wanted: str) -> str:
+        kind = self._kinds.get(name)
+        if kind is None:
+            _check_metric_name(name)
+            self._kinds[name] = kind = wanted
+        return kind
+
+    @staticmethod
+    def _key(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, str(v)) for k, v in labels.items()))
+
+    def describe(self, name: str, kind: str, help: str = "") -> None:
+        if kind not in ("counter", "gauge"):
+            raise ValueError(f"metric kind must be counter or gauge, not {kind!r}")
+        with self._lock:
+            _check_metric_name(name)
+            existing = self._kinds.get(name)
+            if existing is not None and existing != kind:
+                raise ValueError(f"metric {name} is already a {existing}")
+            self._kinds[name] = kind
+            if help:
+                self._help[name] = help
+
+    def inc(self, name: str, value: float | int = 1, **labels: Any) -> None:
+        with self._lock:
+            kind = self._kind(name, "counter")
+            if kind == "counter" and value < 0:
+                raise ValueError(f"counter {name} cannot decrease")
+            series = self._values.setdefault(name, {})
+            key = self._key(labels)
+            series[key] = series.get(key, 0) + value
+
+    def set(self, name: str, value: float | int, **labels: Any) -> None:
+        with self._lock:
+            if self._kind(name, "gauge") != "gauge":
+                raise ValueError(f"metric {name} is a counter; use inc")
+            self._values.setdefault(name, {})[self._key(labels)] = value
+
+    def set_function(self, name: str, function: Callable[[], float | int], **labels: Any) -> None:
+        """A gauge whose value is read from `function` each time the metrics are rendered."""
+        with self._lock:
+            if self._kind(name, "gauge") != "gauge":
+                raise ValueError(f"metric {name} is a counter; use inc")
+            self._functions.setdefault(name, {})[self._key(labels)] = function
+
+    def value(self, name: str, **labels: Any) -> float | int:
+        """The current value of one series (0 when it has never been touched)."""
+        key = self._key(labels)
+        with self._lock:
+            function = self._functions.get(name, {}).get(key)
+            if function is None:
+                return self._values.get(name, {}).get(key, 0)
+        return function()
+
+    def render(self) -> str:
+        with self._lock:
+            kinds = dict(self._kinds)
+            helps = dict(self._help)
+            values = {name: dict(series) for name, series in self._values.items()}
+            functions = {name: dict(series) for name, series in self._functions.items()}
+        out: list[str] = []
+        for name in sorted(kinds):
+            samples: dict[tuple[tuple[str, str], ...], float | int] = dict(values.get(name, {}))
+            for key, function in functions.get(name, {}).items():
+                try:
+                    samples[key] = function()
+                except Exception:  # a broken gauge must not take /metrics down
+                    samples[key] = math.nan
+            if not samples:
+                continue
+            if name in helps:
+                out.append(f"# HELP {name} {helps[name]}")
+            out.append(f"# TYPE {name} {kinds[name]}")
+            for key in sorted(samples):
+                labels = {**self.const_labels, **dict(key)}
+                out.append(f"{name}{_format_labels(labels)} {_format_value(samples[key])}")
+        return "\n".join(out) + "\n" if out else ""
+
+    async def handler(self, request: web.Request) -> web.Response:
+        """GET /metrics."""
+        return web.Response(body=self.render().encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})

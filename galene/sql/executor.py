@@ -1,0 +1,272 @@
+"""Statement execution in the FE: routes each parsed statement to the catalog or to Spark.
+
+DDL and SHOW statements are answered from FE metadata (changes go through
+`CatalogService`); queries are translated to Spark SQL with every table bound to a
+snapshot of its rowsets at the version visible when the query started, and run on the FE's
+long-lived Spark session in a worker thread so the MySQL endpoint stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+from galene import __version__
+from galene.catalog.model import Table
+from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
+from galene.common.types import ColumnType, from_spark_type_name
+from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
+from galene.sql import statements as st
+from galene.sql.ddl import table_from_create
+from galene.sql.show import desc_rows, show_columns, show_create_table
+from galene.sql.translate import to_spark_sql
+
+log = logging.getLogger(__name__)
+
+_VIEW_SEQ = itertools.count(1)
+STR = ColumnType(name="VARCHAR", length=255)
+BIGINT = ColumnType(name="BIGINT")
+
+
+def _cols(*names: str, types: dict[str, ColumnType] | None = None) -> list[ResultColumn]:
+    types = types or {}
+    return [ResultColumn(name=n, type=types.get(n, STR)) for n in names]
+
+
+def _fmt_time(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "NULL"
+
+
+class SqlExecutor:
+    def __init__(self, fe):
+        self.fe = fe
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="galene-query")
+
+    # --- the Executor protocol of the MySQL endpoint ---------------------------------
+    def database_exists(self, name: str) -> bool:
+        return self.fe.catalog.has_db(name)
+
+    def check_password(self, user: str) -> str | None:
+        return self.fe.state.users.get(user)
+
+    async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
+        stmt = st.parse_statement(sql)
+        handler = getattr(self, "_do_" + type(stmt).__name__, None)
+        if handler is None:
+            raise GaleneError(f"Unsupported statement: {sql.strip()[:200]}")
+        return await handler(stmt, ctx)
+
+    async def _blocking(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def _db_name(self, db: str | None, ctx: SessionContext) -> str:
+        name = db or ctx.database
+        if not name:
+            raise no_database_selected()
+        return name
+
+    # --- databases ------------------------------------------------------------------
+    async def _do_CreateDatabase(self, s, ctx):
+        await self._blocking(self.fe.catalog.create_database, s.name, s.if_not_exists, getattr(s, "properties", None))
+        return StatementResult(affected_rows=0)
+
+    async def _do_DropDatabase(self, s, ctx):
+        await self._blocking(self.fe.catalog.drop_database, s.name, s.if_exists)
+        return StatementResult()
+
+    async def _do_Use(self, s, ctx):
+        if not self.fe.catalog.has_db(s.db):
+            raise unknown_database(s.db)
+        return StatementResult(new_database=s.db)
+
+    async def _do_ShowDatabases(self, s, ctx):
+        names = sorted(self.fe.state.db_names) + ["information_schema"]
+        names = _like_filter(names, getattr(s, "like", None))
+        return StatementResult(columns=_cols("Database"), rows=[(n,) for n in sorted(names)])
+
+    async def _do_ShowCreateDatabase(self, s, ctx):
+        db = self.fe.catalog.db(s.name)
+        return StatementResult(
+            columns=_cols("Database", "Create Database"), rows=[(db.name, f"CREATE DATABASE `{db.name}`")]
+        )
+
+    # --- tables ---------------------------------------------------------------------
+    async def _do_CreateTable(self, s, ctx):
+        db_name = self._db_name(s.db, ctx)
+
+        def build(db_id, alloc, now):
+            return table_from_create(s, db_id=db_id, alloc_id=alloc, now=now)
+
+        await self._blocking(self.fe.catalog.create_table, db_name, build, s.if_not_exists)
+        return StatementResult()
+
+    async def _do_DropTable(self, s, ctx):
+        await self._blocking(self.fe.catalog.drop_table, self._db_name(s.db, ctx), s.name, s.if_exists)
+        return StatementResult()
+
+    async def _do_AlterTableRename(self, s, ctx):
+        await self._blocking(self.fe.catalog.rename_table, self._db_name(s.db, ctx), s.table, s.new_name)
+        return StatementResult()
+
+    async def _do_AlterTableSetProperties(self, s, ctx):
+        await self._blocking(
+            self.fe.catalog.set_table_properties, self._db_name(s.db, ctx), s.table, dict(s.properties)
+        )
+        return StatementResult()
+
+    async def _do_ShowTables(self, s, ctx):
+        db_name = self._db_name(s.db, ctx)
+        db = self.fe.catalog.db(db_name)
+        names = _like_filter(sorted(db.tables), getattr(s, "like", None))
+        label = f"Tables_in_{db_name}"
+        if s.full:
+            return StatementResult(columns=_cols(label, "Table_type"), rows=[(n, "BASE TABLE") for n in names])
+        return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
+
+    def _table(self, db: str | None, name: str, ctx: SessionContext) -> tuple[str, Table]:
+        db_name = self._db_name(db, ctx)
+        return db_name, self.fe.catalog.table(db_name, name)
+
+    async def _do_ShowColumns(self, s, ctx):
+        _, table = self._table(s.db, s.table, ctx)
+        names, rows = show_columns(table, s.full)
+        rows = [r for r in rows if _like_match(r[0], getattr(s, "like", None))]
+        return StatementResult(columns=_cols(*names), rows=rows)
+
+    async def _do_Describe(self, s, ctx):
+        _, table = self._table(s.db, s.table, ctx)
+        rows = desc_rows(table, all=getattr(s, "all", False))
+        if getattr(s, "all", False) and rows and len(rows[0]) != 6:
+            names = ["IndexName", "IndexKeysType", "Field", "Type", "InternalType", "Null", "Key", "Default", "Extra", "Visible", "DefineExpr", "WhereClause"][: len(rows[0])]
+        else:
+            names = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+        return StatementResult(columns=_cols(*names), rows=rows)
+
+    async def _do_ShowCreateTable(self, s, ctx):
+        db_name, table = self._table(s.db, s.table, ctx)
+        return StatementResult(
+            columns=_cols("Table", "Create Table"), rows=[(table.name, show_create_table(table, db_name))]
+        )
+
+    # --- system ---------------------------------------------------------------------
+    async def _do_AlterSystemAddBackend(self, s, ctx):
+        host, port = _host_port(s.host_port)
+        await self._blocking(self.fe.catalog.add_backend, host, port, _tags(getattr(s, "properties", None)))
+        self.fe.backends.poke()
+        return StatementResult()
+
+    async def _do_AlterSystemDropBackend(self, s, ctx):
+        host, port = _host_port(s.host_port)
+        await self._blocking(self.fe.catalog.drop_backend, host, port)
+        return StatementResult()
+
+    async def _do_AlterSystemModifyBackend(self, s, ctx):
+        host, port = _host_port(s.host_port)
+        await self._blocking(self.fe.catalog.modify_backend, host, port, _tags(getattr(s, "properties", None)))
+        return StatementResult()
+
+    async def _do_ShowBackends(self, s, ctx):
+        names = [
+            "BackendId", "Host", "HeartbeatPort", "BePort", "HttpPort", "BrpcPort", "ArrowFlightSqlPort",
+            "LastStartTime", "LastHeartbeat", "Alive", "SystemDecommissioned", "TabletNum", "DataUsedCapacity",
+            "TrashUsedCapacity", "AvailCapacity", "TotalCapacity", "UsedPct", "MaxDiskUsedPct",
+            "RemoteUsedCapacity", "Tag", "ErrMsg", "Version", "Status", "HeartbeatFailureCounter", "CpuCores",
+            "Memory", "RunningTasks", "NodeRole",
+        ]  # fmt: skip
+        tablets = sum(len(p.tablet_ids) for t in self.fe.state.tables.values() for p in t.partitions)
+        rows = []
+        backends = sorted(self.fe.state.backends.values(), key=lambda b: b.id)
+        for be in backends:
+            rt = self.fe.backends.status(be.id)
+            tag = {"location": "default", **be.tags}
+            rows.append(
+                (
+                    str(be.id), be.host, str(be.heartbeat_port), str(rt.be_port), str(rt.http_port),
+                    str(rt.brpc_port), "-1", _fmt_time(rt.last_start_time), _fmt_time(rt.last_heartbeat),
+                    "true" if rt.alive else "false", "true" if be.decommissioned else "false",
+                    str(tablets // max(1, len(backends))), "0.000", "0.000", "0.000", "0.000", "0.00 %",
+                    "0.00 %", "0.000", _json(tag), rt.err_msg, rt.version,
+                    _json({"lastSuccessReportTabletsTime": "N/A", "isQueryDisabled": False,
+                           "isLoadDisabled": False}),
+                    str(rt.heartbeat_failures), str(rt.cpu_cores), "0.000", "0", "mix",
+                )
+            )  # fmt: skip
+        return StatementResult(columns=_cols(*names), rows=rows)
+
+    async def _do_ShowFrontends(self, s, ctx):
+        names = [
+            "Name", "Host", "EditLogPort", "HttpPort", "QueryPort", "RpcPort", "ArrowFlightSqlPort", "Role",
+            "IsMaster", "ClusterId", "Join", "Alive", "ReplayedJournalId", "LastStartTime", "LastHeartbeat",
+            "IsHelper", "ErrMsg", "Version", "CurrentConnected",
+        ]  # fmt: skip
+        fe = self.fe
+        row = (
+            fe.store.node_name if hasattr(fe.store, "node_name") else f"fe_{fe.host}_{fe.cfg.edit_log_port}",
+            fe.host, str(fe.cfg.edit_log_port), str(fe.http_port), str(fe.query_port), str(fe.cfg.rpc_port),
+            "-1", "FOLLOWER", "true", str(fe.store.cluster_id), "true", "true", str(fe.store.last_journal_id),
+            _fmt_time(fe.start_time), _fmt_time(time.time()), "true", "", f"galene-{__version__}", "Yes",
+        )  # fmt: skip
+        return StatementResult(columns=_cols(*names), rows=[row])
+
+    async def _do_ShowProc(self, s, ctx):
+        return await self.fe.show_proc(s.path)
+
+    async def _do_Set(self, s, ctx):
+        return StatementResult()
+
+    # --- queries --------------------------------------------------------------------
+    async def _do_Query(self, s, ctx):
+        views: dict[str, tuple[Table, int]] = {}
+        bound: dict[tuple[str, str], str] = {}
+
+        def resolve(db: str | None, name: str) -> str:
+            db_name = self._db_name(db, ctx)
+            key = (db_name, name)
+            if key not in bound:
+                table = self.fe.catalog.table(db_name, name)
+                view = f"__galene_t{table.id}_v{table.visible_version}_{next(_VIEW_SEQ)}"
+                views[view] = (table, table.visible_version)
+                bound[key] = view
+            return bound[key]
+
+        spark_sql = to_spark_sql(s.expr, resolve)
+        await self.fe.wait_engine()
+        from galene.engine.query import run_query
+
+        out = await self._blocking(run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri)
+        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in out.columns]
+        return StatementResult(columns=columns, rows=out.table)
+
+
+def _json(d) -> str:
+    import json
+
+    return json.dumps(d, separators=(", ", ": "))
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.strip().strip("'\"").rpartition(":")
+    if not sep or not port.isdigit():
+        raise AnalysisError(f"Invalid host port format: {text}")
+    return host, int(port)
+
+
+def _tags(props: dict | None) -> dict[str, str]:
+    return {k[len("tag."):]: v for k, v in (props or {}).items() if k.startswith("tag.")}
+
+
+def _like_match(value: str, pattern: str | None) -> bool:
+    if not pattern:
+        return True
+    import re
+
+    rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, flags=re.IGNORECASE) is not None
+
+
+def _like_filter(values: list[str], pattern: str | None) -> list[str]:
+    return [v for v in values if _like_match(v, pattern)]

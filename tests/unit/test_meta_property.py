@@ -1,0 +1,212 @@
+"""Property: random valid op sequences + checkpoints + restarts never change the state.
+
+A hypothesis state machine builds each op from the current live state (as the FE would),
+logs it, checkpoints often (small roll_num and forced checkpoints), and restarts the store
+at random points; after every restart the recovered state must equal the live one field
+by field.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import msgspec
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from galene.catalog.model import Backend, Column, Database, Partition, Rowset, Table, Txn
+from galene.common.types import ColumnType
+from galene.meta import ops
+from galene.meta.store import MetaStore
+
+names = st.sampled_from(["a", "b", "c", "d", "e"])
+text = st.text(max_size=6)
+times = st.floats(min_value=0, max_value=2e9, allow_nan=False)
+column_types = st.sampled_from(
+    [ColumnType(name="INT"), ColumnType(name="VARCHAR", length=32), ColumnType(name="DECIMAL", precision=10, scale=2)]
+)
+
+
+class MetaStoreMachine(RuleBasedStateMachine):
+    @initialize(roll_num=st.integers(3, 7), policy=st.sampled_from(["SYNC", "WRITE_NO_SYNC", "NO_SYNC"]))
+    def start(self, roll_num, policy):
+        self.dir = tempfile.mkdtemp(prefix="galene-meta-prop-")
+        self.kw = {"roll_num": roll_num, "sync_policy": policy}
+        self.store = MetaStore(self.dir, **self.kw)
+        self.store.open()
+
+    @property
+    def state(self):
+        return self.store.state
+
+    def alloc(self, n: int = 1) -> int:
+        """First of n fresh ids; the op carries next_id so replay needs no allocator."""
+        return self.state.next_id
+
+    # --- databases and tables -----------------------------------------------------------
+    @rule(name=names, t=times)
+    def create_db(self, name, t):
+        if name in self.state.db_names:
+            return
+        db_id = self.alloc()
+        self.store.log(ops.CreateDb(db=Database(id=db_id, name=name, create_time=t), next_id=db_id + 1))
+
+    @precondition(lambda self: self.state.databases)
+    @rule(data=st.data())
+    def drop_db(self, data):
+        db_id = data.draw(st.sampled_from(sorted(self.state.databases)))
+        self.store.log(ops.DropDb(db_id=db_id))
+
+    @precondition(lambda self: self.state.databases)
+    @rule(data=st.data(), name=names, n_parts=st.integers(1, 3), buckets=st.integers(1, 2), ctype=column_types, comment=text)
+    def create_table(self, data, name, n_parts, buckets, ctype, comment):
+        db = self.state.databases[data.draw(st.sampled_from(sorted(self.state.databases)))]
+        if name in db.tables:
+            return
+        next_id = self.alloc()
+        table_id, next_id = next_id, next_id + 1
+        partitions = []
+        for i in range(n_parts):
+            tablets = list(range(next_id + 1, next_id + 1 + buckets))
+            partitions.append(
+                Partition(
+                    id=next_id,
+                    name=f"p{i}",
+                    range_lower=None if i == 0 else [str(i * 10)],
+                    range_upper=None if i == n_parts - 1 else [str((i + 1) * 10)],
+                    tablet_ids=tablets,
+                )
+            )
+            next_id += 1 + buckets
+        table = Table(
+            id=table_id,
+            db_id=db.id,
+            name=name,
+            columns=[Column(name="k", type=ColumnType(name="INT"), is_key=True, nullable=False), Column(name="v", type=ctype, comment=comment)],
+            key_columns=["k"],
+            partition_type="RANGE",
+            partition_columns=["k"],
+            partitions=partitions,
+            distribution_columns=["k"],
+            buckets=buckets,
+        )
+        self.store.log(ops.CreateTable(table=table, next_id=next_id))
+
+    def pick_table(self, data) -> Table:
+        return self.state.tables[data.draw(st.sampled_from(sorted(self.state.tables)))]
+
+    @precondition(lambda self: self.state.tables)
+    @rule(data=st.data())
+    def drop_table(self, data):
+        table = self.pick_table(data)
+        self.store.log(ops.DropTable(db_id=table.db_id, table_id=table.id))
+
+    @precondition(lambda self: self.state.tables)
+    @rule(data=st.data(), new_name=names)
+    def rename_table(self, data, new_name):
+        table = self.pick_table(data)
+        if new_name in self.state.databases[table.db_id].tables:
+            return
+        self.store.log(ops.RenameTable(db_id=table.db_id, table_id=table.id, new_name=new_name))
+
+    @precondition(lambda self: self.state.tables)
+    @rule(data=st.data(), props=st.dictionaries(names, text, max_size=3))
+    def set_table_properties(self, data, props):
+        self.store.log(ops.SetTableProperties(table_id=self.pick_table(data).id, properties=props))
+
+    # --- transactions -------------------------------------------------------------------
+    @precondition(lambda self: self.state.tables)
+    @rule(data=st.data(), label=names, t=times, timeout=st.integers(1, 1000))
+    def begin_txn(self, data, label, t, timeout):
+        table = self.pick_table(data)
+        if label in self.state.databases[table.db_id].labels:
+            return
+        txn_id = self.alloc()
+        txn = Txn(id=txn_id, db_id=table.db_id, table_id=table.id, label=label, begin_time=t, timeout_s=timeout)
+        self.store.log(ops.BeginTxn(txn=txn, next_id=txn_id + 1))
+
+    def txns_in(self, *statuses) -> list[int]:
+        return sorted(t.id for t in self.state.txns.values() if t.status in statuses)
+
+    @precondition(lambda self: self.txns_in("PREPARE"))
+    @rule(data=st.data(), t=times, rows=st.integers(0, 10**9))
+    def commit_txn(self, data, t, rows):
+        txn = self.state.txns[data.draw(st.sampled_from(self.txns_in("PREPARE")))]
+        table = self.state.tables.get(txn.table_id)  # may have been dropped while "loading"
+        version = (table.visible_version if table else 1) + 1
+        rowsets = []
+        for p in table.partitions if table else []:
+            for tablet_id in p.tablet_ids:
+                rowset_id = f"{txn.id:x}{tablet_id:x}"
+                rowsets.append(
+                    Rowset(
+                        id=rowset_id,
+                        tablet_id=tablet_id,
+                        partition_id=p.id,
+                        version=version,
+                        txn_id=txn.id,
+                        files=[f"data/{table.id}/{rowset_id}.parquet"],
+                        num_rows=rows,
+                        data_size=rows * 8,
+                    )
+                )
+        self.store.log(ops.CommitTxn(txn_id=txn.id, version=version, rowsets=rowsets, time=t, num_rows=rows, load_bytes=rows * 8))
+
+    @precondition(lambda self: self.txns_in("PREPARE"))
+    @rule(data=st.data(), reason=text, t=times)
+    def abort_txn(self, data, reason, t):
+        txn_id = data.draw(st.sampled_from(self.txns_in("PREPARE")))
+        self.store.log(ops.AbortTxn(txn_id=txn_id, reason=reason, time=t))
+
+    @precondition(lambda self: self.txns_in("VISIBLE", "ABORTED"))
+    @rule(data=st.data())
+    def expire_txns(self, data):
+        done = self.txns_in("VISIBLE", "ABORTED")
+        chosen = data.draw(st.lists(st.sampled_from(done), min_size=1, unique=True))
+        self.store.log(ops.ExpireTxns(txn_ids=chosen))
+
+    # --- backends -----------------------------------------------------------------------
+    @rule(port=st.integers(9000, 9100), tags=st.dictionaries(names, text, max_size=2), t=times)
+    def add_backend(self, port, tags, t):
+        be_id = self.alloc()
+        backend = Backend(id=be_id, host="127.0.0.1", heartbeat_port=port, http_port=port + 1, tags=tags, add_time=t)
+        self.store.log(ops.AddBackend(backend=backend, next_id=be_id + 1))
+
+    @precondition(lambda self: self.state.backends)
+    @rule(data=st.data(), tags=st.dictionaries(names, text, min_size=1, max_size=2))
+    def modify_backend(self, data, tags):
+        be_id = data.draw(st.sampled_from(sorted(self.state.backends)))
+        self.store.log(ops.ModifyBackend(backend_id=be_id, tags=tags))
+
+    # --- persistence --------------------------------------------------------------------
+    @rule()
+    def checkpoint(self):
+        path = self.store.checkpoint()
+        assert path.name == f"image.{self.store.last_journal_id}"
+
+    @rule()
+    def reopen(self):
+        live = self.store
+        live.close()
+        self.store = MetaStore(self.dir, **self.kw)
+        recovered = self.store.open()
+        assert msgspec.msgpack.encode(recovered) == msgspec.msgpack.encode(live.state)
+        assert recovered == live.state
+        assert self.store.last_journal_id == live.last_journal_id
+
+    def teardown(self):
+        try:
+            if hasattr(self, "store"):
+                self.reopen()
+                self.store.close()
+        finally:
+            if hasattr(self, "dir"):
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+
+MetaStoreMachine.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+test_meta_store_roundtrip = MetaStoreMachine.TestCase
