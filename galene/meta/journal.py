@@ -24,7 +24,9 @@ class Journal:
     def __init__(self, path: str | Path, sync_policy: str = "SYNC"):
         policy = sync_policy.upper()
         if policy not in SYNC_LEVELS:
-            raise ValueError(f"unknown master_sync_policy {sync_policy!r}; expected one of {sorted(SYNC_LEVELS)}")
+            raise ValueError(
+                f"unknown master_sync_policy {sync_policy!r}; expected one of {sorted(SYNC_LEVELS)}"
+            )
         self.path = Path(path)
         # Autocommit mode: each append is its own transaction; purge uses an explicit one.
         self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -35,12 +37,15 @@ class Journal:
             "CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY, op_type TEXT NOT NULL, "
             "data BLOB NOT NULL, ts REAL NOT NULL)"
         )
-        self._conn.execute("CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+        )
 
     def append(self, journal_id: int, op_type: str, data: bytes, ts: float) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT INTO journal (id, op_type, data, ts) VALUES (?, ?, ?, ?)", (journal_id, op_type, data, ts)
+                "INSERT INTO journal (id, op_type, data, ts) VALUES (?, ?, ?, ?)",
+                (journal_id, op_type, data, ts),
             )
 
     def delete(self, journal_id: int) -> None:
@@ -81,7 +86,8 @@ class Journal:
             batch = 1000 if remaining < 0 else min(remaining, 1000)
             with self._lock:
                 rows = self._conn.execute(
-                    "SELECT id, op_type, data FROM journal WHERE id > ? ORDER BY id LIMIT ?", (after_id, batch)
+                    "SELECT id, op_type, data FROM journal WHERE id > ? ORDER BY id LIMIT ?",
+                    (after_id, batch),
                 ).fetchall()
             yield from rows
             if len(rows) < batch:

@@ -59,7 +59,9 @@ class MetaStore:
         node_name: str = "fe_127.0.0.1_9010",
     ):
         if sync_policy.upper() not in SYNC_LEVELS:
-            raise ValueError(f"unknown master_sync_policy {sync_policy!r}; expected one of {sorted(SYNC_LEVELS)}")
+            raise ValueError(
+                f"unknown master_sync_policy {sync_policy!r}; expected one of {sorted(SYNC_LEVELS)}"
+            )
         if roll_num < 1:
             raise ValueError("edit_log_roll_num must be >= 1")
         self.meta_dir = Path(meta_dir)
@@ -113,13 +115,6 @@ class MetaStore:
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
-
-    def __enter__(self) -> MetaStore:
-        self.open()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # --- writing ----------------------------------------------------------------------
     def log(self, op: Op) -> int:
@@ -226,7 +221,9 @@ class MetaStore:
             self.cluster_id = int(kv["clusterId"])
             self.token = kv["token"]
         except (KeyError, ValueError) as e:
-            raise MetaRecoveryError(f"{path} is malformed (needs clusterId=<int> and token=<text>): {e!r}") from e
+            raise MetaRecoveryError(
+                f"{path} is malformed (needs clusterId=<int> and token=<text>): {e!r}"
+            ) from e
 
     def _load_role(self) -> None:
         path = self.image_dir / "ROLE"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import aiohttp
 import msgspec
@@ -267,8 +267,8 @@ class RpcClient:
             session, self._session = self._session, None
             await session.close()
 
-    async def __aenter__(self) -> RpcClient:
+    async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

@@ -161,7 +161,7 @@ def _format_labels(labels: Mapping[str, Any]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _format_value(value: float | int) -> str:
+def _format_value(value: float) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
@@ -235,7 +235,7 @@ class Metrics:
             if help:
                 self._help[name] = help
 
-    def inc(self, name: str, value: float | int = 1, **labels: Any) -> None:
+    def inc(self, name: str, value: float = 1, **labels: Any) -> None:
         with self._lock:
             kind = self._kind(name, "counter")
             if kind == "counter" and value < 0:
@@ -244,7 +244,7 @@ class Metrics:
             key = self._key(labels)
             series[key] = series.get(key, 0) + value
 
-    def set(self, name: str, value: float | int, **labels: Any) -> None:
+    def set(self, name: str, value: float, **labels: Any) -> None:
         with self._lock:
             if self._kind(name, "gauge") != "gauge":
                 raise ValueError(f"metric {name} is a counter; use inc")
@@ -278,7 +278,7 @@ class Metrics:
             for key, function in functions.get(name, {}).items():
                 try:
                     samples[key] = function()
-                except Exception:  # a broken gauge must not take /metrics down
+                except Exception:  # noqa: BLE001 -- a broken gauge must not take /metrics down
                     samples[key] = math.nan
             if not samples:
                 continue

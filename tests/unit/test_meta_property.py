@@ -25,7 +25,11 @@ names = st.sampled_from(["a", "b", "c", "d", "e"])
 text = st.text(max_size=6)
 times = st.floats(min_value=0, max_value=2e9, allow_nan=False)
 column_types = st.sampled_from(
-    [ColumnType(name="INT"), ColumnType(name="VARCHAR", length=32), ColumnType(name="DECIMAL", precision=10, scale=2)]
+    [
+        ColumnType(name="INT"),
+        ColumnType(name="VARCHAR", length=32),
+        ColumnType(name="DECIMAL", precision=10, scale=2),
+    ]
 )
 
 
@@ -41,8 +45,8 @@ class MetaStoreMachine(RuleBasedStateMachine):
     def state(self):
         return self.store.state
 
-    def alloc(self, n: int = 1) -> int:
-        """First of n fresh ids; the op carries next_id so replay needs no allocator."""
+    def alloc(self) -> int:
+        """The first free id; each op carries next_id past what it used, as the FE does."""
         return self.state.next_id
 
     # --- databases and tables -----------------------------------------------------------
@@ -60,7 +64,14 @@ class MetaStoreMachine(RuleBasedStateMachine):
         self.store.log(ops.DropDb(db_id=db_id))
 
     @precondition(lambda self: self.state.databases)
-    @rule(data=st.data(), name=names, n_parts=st.integers(1, 3), buckets=st.integers(1, 2), ctype=column_types, comment=text)
+    @rule(
+        data=st.data(),
+        name=names,
+        n_parts=st.integers(1, 3),
+        buckets=st.integers(1, 2),
+        ctype=column_types,
+        comment=text,
+    )
     def create_table(self, data, name, n_parts, buckets, ctype, comment):
         db = self.state.databases[data.draw(st.sampled_from(sorted(self.state.databases)))]
         if name in db.tables:
@@ -84,7 +95,10 @@ class MetaStoreMachine(RuleBasedStateMachine):
             id=table_id,
             db_id=db.id,
             name=name,
-            columns=[Column(name="k", type=ColumnType(name="INT"), is_key=True, nullable=False), Column(name="v", type=ctype, comment=comment)],
+            columns=[
+                Column(name="k", type=ColumnType(name="INT"), is_key=True, nullable=False),
+                Column(name="v", type=ctype, comment=comment),
+            ],
             key_columns=["k"],
             partition_type="RANGE",
             partition_columns=["k"],
@@ -124,7 +138,9 @@ class MetaStoreMachine(RuleBasedStateMachine):
         if label in self.state.databases[table.db_id].labels:
             return
         txn_id = self.alloc()
-        txn = Txn(id=txn_id, db_id=table.db_id, table_id=table.id, label=label, begin_time=t, timeout_s=timeout)
+        txn = Txn(
+            id=txn_id, db_id=table.db_id, table_id=table.id, label=label, begin_time=t, timeout_s=timeout
+        )
         self.store.log(ops.BeginTxn(txn=txn, next_id=txn_id + 1))
 
     def txns_in(self, *statuses) -> list[int]:
@@ -152,7 +168,11 @@ class MetaStoreMachine(RuleBasedStateMachine):
                         data_size=rows * 8,
                     )
                 )
-        self.store.log(ops.CommitTxn(txn_id=txn.id, version=version, rowsets=rowsets, time=t, num_rows=rows, load_bytes=rows * 8))
+        self.store.log(
+            ops.CommitTxn(
+                txn_id=txn.id, version=version, rowsets=rowsets, time=t, num_rows=rows, load_bytes=rows * 8
+            )
+        )
 
     @precondition(lambda self: self.txns_in("PREPARE"))
     @rule(data=st.data(), reason=text, t=times)
@@ -171,7 +191,9 @@ class MetaStoreMachine(RuleBasedStateMachine):
     @rule(port=st.integers(9000, 9100), tags=st.dictionaries(names, text, max_size=2), t=times)
     def add_backend(self, port, tags, t):
         be_id = self.alloc()
-        backend = Backend(id=be_id, host="127.0.0.1", heartbeat_port=port, http_port=port + 1, tags=tags, add_time=t)
+        backend = Backend(
+            id=be_id, host="127.0.0.1", heartbeat_port=port, http_port=port + 1, tags=tags, add_time=t
+        )
         self.store.log(ops.AddBackend(backend=backend, next_id=be_id + 1))
 
     @precondition(lambda self: self.state.backends)
@@ -207,6 +229,6 @@ class MetaStoreMachine(RuleBasedStateMachine):
 
 
 MetaStoreMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=80, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_meta_store_roundtrip = MetaStoreMachine.TestCase

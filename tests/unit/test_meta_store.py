@@ -28,7 +28,10 @@ def create_table_op(db_id: int, table_id: int) -> ops.CreateTable:
         id=table_id,
         db_id=db_id,
         name=f"t{table_id}",
-        columns=[Column(name="k", type=ColumnType(name="INT"), is_key=True), Column(name="v", type=ColumnType(name="VARCHAR", length=20))],
+        columns=[
+            Column(name="k", type=ColumnType(name="INT"), is_key=True),
+            Column(name="v", type=ColumnType(name="VARCHAR", length=20)),
+        ],
         key_columns=["k"],
         partitions=[Partition(id=table_id + 1, name=f"t{table_id}", tablet_ids=[table_id + 2])],
         distribution_columns=["k"],
@@ -53,7 +56,11 @@ def assert_same_state(a, b) -> None:
 
 def test_log_then_reopen_reproduces_state(tmp_path):
     store = reopened(tmp_path)
-    ids = [store.log(create_db_op(1)), store.log(create_table_op(1, 100)), store.log(ops.RenameTable(db_id=1, table_id=100, new_name="renamed"))]
+    ids = [
+        store.log(create_db_op(1)),
+        store.log(create_table_op(1, 100)),
+        store.log(ops.RenameTable(db_id=1, table_id=100, new_name="renamed")),
+    ]
     assert ids == [1, 2, 3]
     store.close()
 
@@ -133,7 +140,10 @@ def test_corrupt_newest_image_is_refused_and_previous_used(tmp_path, caplog, cor
     # The next checkpoint replaces the corrupt image and keeps a valid pair.
     for i in range(13, 16):
         again.log(create_db_op(i))
-    assert sorted(p.name for p in (tmp_path / "image").glob("image.*")) == ["image.13", "image.5"]  # 13 - 5 reached roll_num
+    assert sorted(p.name for p in (tmp_path / "image").glob("image.*")) == [
+        "image.13",
+        "image.5",
+    ]  # 13 - 5 reached roll_num
     again.close()
     assert_same_state(reopened(tmp_path).state, again.state)
 
@@ -180,7 +190,13 @@ def test_torn_checkpoint_file_is_ignored(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "target", ["galene.meta.store.write_image", "galene.meta.store.os.replace", "galene.meta.store.fsync_dir", "galene.meta.journal.Journal.purge"]
+    "target",
+    [
+        "galene.meta.store.write_image",
+        "galene.meta.store.os.replace",
+        "galene.meta.store.fsync_dir",
+        "galene.meta.journal.Journal.purge",
+    ],
 )
 def test_crash_at_any_checkpoint_step_loses_no_op(tmp_path, monkeypatch, target):
     store = reopened(tmp_path)
@@ -210,7 +226,9 @@ def test_crash_at_any_checkpoint_step_loses_no_op(tmp_path, monkeypatch, target)
 def test_failed_automatic_checkpoint_does_not_fail_the_op(tmp_path, monkeypatch, caplog):
     store = reopened(tmp_path, roll_num=2)
     store.log(create_db_op(1))
-    monkeypatch.setattr("galene.meta.store.write_image", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(
+        "galene.meta.store.write_image", lambda *a: (_ for _ in ()).throw(OSError("disk full"))
+    )
     with caplog.at_level(logging.ERROR, logger="galene.meta.store"):
         assert store.log(create_db_op(2)) == 2
     assert "automatic checkpoint at journal id 2 failed" in caplog.text
@@ -305,7 +323,12 @@ def test_write_image_file_dump_state_and_list_journal(tmp_path):
     assert read_image(tmp_path / "dump" / "live") == (2, store.state)
 
     as_json = json.loads(json.dumps(dump_state(store.state)))
-    assert as_json["tables"]["100"]["columns"][1]["type"] == {"name": "VARCHAR", "length": 20, "precision": 0, "scale": 0}
+    assert as_json["tables"]["100"]["columns"][1]["type"] == {
+        "name": "VARCHAR",
+        "length": 20,
+        "precision": 0,
+        "scale": 0,
+    }
 
     entries = list_journal(tmp_path / "meta", from_id=2, limit=5)
     assert [(e["id"], e["op_type"]) for e in entries] == [(2, "CreateTable")]

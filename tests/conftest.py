@@ -1,0 +1,32 @@
+"""Shared fixtures: one standalone Galene per test process for the integration and e2e suites."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from tests.galene_proc import GaleneProcess  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def galene(tmp_path_factory):
+    """A standalone Galene (FE + BE + Spark) shared by the tests of this process."""
+    proc = GaleneProcess(tmp_path_factory.mktemp("galene-shared"), conf={"gc_grace_seconds": "3600"})
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def db(galene):
+    """A fresh database for one test."""
+    name = "t_" + uuid.uuid4().hex[:10]
+    galene.query(f"CREATE DATABASE {name}")
+    yield name
+    galene.query(f"DROP DATABASE IF EXISTS {name}")

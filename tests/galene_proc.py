@@ -1,0 +1,162 @@
+"""Test harness: real Galene processes on loopback ports, and clients that talk to them.
+
+`GaleneProcess` runs `python -m galene.cli start|fe|be` as a child process with its own data
+dir and free ports, waits for readiness through the real HTTP health endpoint, and stops it
+with SIGTERM (or SIGKILL for crash tests). Nothing here imports Galene's server code: the
+tests see Galene only through its network interfaces.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pymysql
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def auth_header(user: str = "root", password: str = "") -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+class GaleneProcess:
+    def __init__(self, data_dir: Path, role: str = "start", conf: dict[str, str] | None = None, **ports):
+        self.data_dir = Path(data_dir)
+        self.role = role
+        self.conf = dict(conf or {})
+        self.http_port = ports.get("http_port") or free_port()
+        self.query_port = ports.get("query_port") or free_port()
+        self.be_http_port = ports.get("be_http_port") or free_port()
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir / f"galene-{role}.log"
+
+    # --- lifecycle ------------------------------------------------------------------
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "galene.cli", self.role, "--data-dir", str(self.data_dir)]
+        if self.role in ("start", "fe"):
+            cmd += ["--http-port", str(self.http_port), "--query-port", str(self.query_port)]
+        if self.role in ("start", "be"):
+            cmd += ["--be-http-port", str(self.be_http_port)]
+        for k, v in self.conf.items():
+            cmd += ["--conf", f"{k}={v}"]
+        return cmd
+
+    def start(self, wait: bool = True, timeout: float = 180) -> "GaleneProcess":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT)
+        logf.close()
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"galene exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if self.role == "be":
+                    r = httpx.get(f"http://127.0.0.1:{self.be_http_port}/api/health", timeout=2)
+                    if r.status_code == 200:
+                        return
+                else:
+                    r = httpx.get(f"http://127.0.0.1:{self.http_port}/api/health", timeout=2)
+                    data = r.json()["data"]
+                    want_be = self.role == "start"
+                    if data["query_engine_ready"] and (not want_be or data["online_backend_num"] >= 1):
+                        return
+                    last = data
+            except (httpx.HTTPError, ValueError, KeyError) as e:
+                last = e
+            time.sleep(0.3)
+        raise TimeoutError(f"galene not ready after {timeout}s (last: {last}):\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 60) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the process and every child (the Spark JVM) — a crash, not a shutdown."""
+        if self.proc is None:
+            return
+        for child in children_of(self.proc.pid):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.kill()
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    # --- clients --------------------------------------------------------------------
+    def mysql(self, database: str | None = None, user: str = "root", password: str = "", **kw) -> pymysql.Connection:
+        return pymysql.connect(
+            host="127.0.0.1", port=self.query_port, user=user, password=password, database=database,
+            autocommit=True, read_timeout=300, **kw,
+        )  # fmt: skip
+
+    def query(self, sql: str, database: str | None = None) -> list[tuple]:
+        with self.mysql(database) as conn, conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+
+    def stream_load(
+        self, db: str, table: str, body: bytes, headers: dict[str, str] | None = None, via_fe: bool = True
+    ) -> dict:
+        """PUT a stream load the way curl --location-trusted does: FE 307 -> BE."""
+        h = {**auth_header(), "Expect": "100-continue", **(headers or {})}
+        port = self.http_port if via_fe else self.be_http_port
+        url = f"http://127.0.0.1:{port}/api/{db}/{table}/_stream_load"
+        with httpx.Client(timeout=300) as c:
+            r = c.put(url, content=b"" if via_fe else body, headers=h)
+            if via_fe:
+                assert r.status_code == 307, (r.status_code, r.text)
+                r = c.put(r.headers["location"], content=body, headers=h)
+            r.raise_for_status()
+            return r.json()
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    try:
+        res = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+        for line in res.stdout.split():
+            child = int(line)
+            out.append(child)
+            out.extend(children_of(child))
+    except FileNotFoundError:
+        pass
+    return out

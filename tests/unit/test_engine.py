@@ -1,0 +1,355 @@
+"""Spark engine: snapshot reads with Doris key-model semantics, queries to Arrow, JVM recovery.
+
+Runs a real local Spark (one session for the whole module). Rowsets are written with pyarrow
+in the storage layout the BE uses; Table structs are built by hand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import time
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
+from galene.common.types import parse_type
+from galene.engine.query import run_query
+from galene.engine.scan import spark_schema, table_frame
+from galene.engine.session import SparkEngine
+
+DB_ID = 1
+PARTITION_ID = 3
+TABLET_ID = 4
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+    eng.start()
+    yield eng
+    eng.stop()
+
+
+@pytest.fixture
+def storage(tmp_path):
+    root = tmp_path / "storage"
+    root.mkdir()
+    return "file://" + str(root)
+
+
+def col(name, type_text, *, key=False, agg=None, hidden=False):
+    return Column(name=name, type=parse_type(type_text), is_key=key, aggregation=agg, hidden=hidden)
+
+
+def make_table(table_id, name, keys_type, columns, keys):
+    if keys_type == "UNIQUE_KEYS":
+        columns = columns + [col(DELETE_SIGN, "tinyint", hidden=True)]
+    return Table(
+        id=table_id,
+        db_id=DB_ID,
+        name=name,
+        columns=columns,
+        keys_type=keys_type,
+        key_columns=keys,
+        partitions=[Partition(id=PARTITION_ID, name=name, tablet_ids=[TABLET_ID])],
+        distribution_columns=keys,
+        visible_version=1,
+    )
+
+
+def add_rowset(storage_uri, table, version, data, *, tablet_id=TABLET_ID, rowset_id=None, files=1):
+    """Write `data` (column -> values) as one rowset at `version`, split over `files` files."""
+    rowset_id = rowset_id or uuid.uuid4().hex
+    root = storage_uri.removeprefix("file://")
+    n = len(next(iter(data.values())))
+    if table.keys_type == "UNIQUE_KEYS" and DELETE_SIGN not in data:
+        data = {**data, DELETE_SIGN: [0] * n}
+    schema = pa.schema([pa.field(c.name, c.type.to_arrow()) for c in table.columns])
+    arrow = pa.table({c.name: pa.array(data[c.name], c.type.to_arrow()) for c in table.columns}, schema=schema)
+    rel_dir = f"data/{DB_ID}/{table.id}/{PARTITION_ID}/{tablet_id}"
+    os.makedirs(os.path.join(root, rel_dir), exist_ok=True)
+    rel_files = []
+    step = -(-n // files)
+    for i in range(files):
+        rel = f"{rel_dir}/{rowset_id}_{i}.parquet"
+        pq.write_table(arrow.slice(i * step, step), os.path.join(root, rel))
+        rel_files.append(rel)
+    table.rowsets.append(
+        Rowset(id=rowset_id, tablet_id=tablet_id, partition_id=PARTITION_ID, version=version, files=rel_files, num_rows=n)
+    )
+    table.visible_version = max(table.visible_version, version)
+
+
+def rows(engine, table, storage_uri, version=None, order_by=None):
+    df = table_frame(engine.spark(), table, storage_uri, version)
+    result = df.toArrow()
+    order_by = order_by or table.key_columns or [table.visible_columns()[0].name]
+    return result.sort_by([(k, "ascending") for k in order_by]).to_pylist()
+
+
+# --- DUPLICATE KEY ----------------------------------------------------------------------
+
+
+def test_duplicate_table_keeps_every_row_and_reads_older_versions(engine, storage):
+    t = make_table(101, "dup", "DUP_KEYS", [col("k", "int", key=True), col("v", "varchar(10)")], ["k"])
+    add_rowset(storage, t, 2, {"k": [1, 2], "v": ["a", "b"]}, files=2)
+    add_rowset(storage, t, 3, {"k": [1, 3], "v": ["a", "c"]})
+
+    assert rows(engine, t, storage, order_by=["k", "v"]) == [
+        {"k": 1, "v": "a"},
+        {"k": 1, "v": "a"},
+        {"k": 2, "v": "b"},
+        {"k": 3, "v": "c"},
+    ]
+    assert rows(engine, t, storage, version=2) == [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}]
+    assert rows(engine, t, storage, version=1) == []
+
+
+# --- UNIQUE KEY -------------------------------------------------------------------------
+
+
+def unique_table(table_id):
+    return make_table(
+        table_id,
+        "uniq",
+        "UNIQUE_KEYS",
+        [col("k1", "int", key=True), col("k2", "varchar(8)", key=True), col("v", "bigint"), col("s", "string")],
+        ["k1", "k2"],
+    )
+
+
+def test_unique_table_newest_version_wins_and_delete_sign_hides_key(engine, storage):
+    t = unique_table(201)
+    add_rowset(storage, t, 2, {"k1": [1, 1, 2, 3], "k2": ["a", "b", "a", "a"], "v": [10, 11, 20, 30], "s": ["x"] * 4})
+    # Version 3 rewrites (1,'a') and deletes (2,'a'); version 4 deletes (3,'a') then version 5
+    # writes it again: a delete only hides what came before it.
+    add_rowset(storage, t, 3, {"k1": [1, 2], "k2": ["a", "a"], "v": [100, 0], "s": ["y", None], DELETE_SIGN: [0, 1]})
+    add_rowset(storage, t, 4, {"k1": [3], "k2": ["a"], "v": [0], "s": [None], DELETE_SIGN: [1]})
+    add_rowset(storage, t, 5, {"k1": [3], "k2": ["a"], "v": [31], "s": ["z"]})
+
+    assert rows(engine, t, storage) == [
+        {"k1": 1, "k2": "a", "v": 100, "s": "y"},
+        {"k1": 1, "k2": "b", "v": 11, "s": "x"},
+        {"k1": 3, "k2": "a", "v": 31, "s": "z"},
+    ]
+    assert rows(engine, t, storage, version=4) == [
+        {"k1": 1, "k2": "a", "v": 100, "s": "y"},
+        {"k1": 1, "k2": "b", "v": 11, "s": "x"},
+    ]
+    assert rows(engine, t, storage, version=2) == [
+        {"k1": 1, "k2": "a", "v": 10, "s": "x"},
+        {"k1": 1, "k2": "b", "v": 11, "s": "x"},
+        {"k1": 2, "k2": "a", "v": 20, "s": "x"},
+        {"k1": 3, "k2": "a", "v": 30, "s": "x"},
+    ]
+
+
+def test_unique_table_hides_the_delete_sign_column(engine, storage):
+    t = unique_table(202)
+    add_rowset(storage, t, 2, {"k1": [1], "k2": ["a"], "v": [1], "s": ["x"], DELETE_SIGN: [1]})
+    add_rowset(storage, t, 3, {"k1": [2], "k2": ["a"], "v": [2], "s": ["y"]})
+    df = table_frame(engine.spark(), t, storage)
+    assert df.columns == ["k1", "k2", "v", "s"]
+    # A single visible version with a delete: the deleted row is still dropped.
+    assert rows(engine, t, storage, version=2) == []
+    assert rows(engine, t, storage) == [{"k1": 2, "k2": "a", "v": 2, "s": "y"}]
+
+
+def test_unique_table_with_same_file_name_in_two_tablets(engine, storage):
+    # File names normally carry a unique rowset id; if two tablets ever share one, rows must
+    # still get the version of their own rowset.
+    t = unique_table(203)
+    add_rowset(storage, t, 2, {"k1": [1], "k2": ["a"], "v": [1], "s": ["old"]}, tablet_id=40, rowset_id="same")
+    add_rowset(storage, t, 3, {"k1": [1], "k2": ["a"], "v": [2], "s": ["new"]}, tablet_id=41, rowset_id="same")
+    assert rows(engine, t, storage) == [{"k1": 1, "k2": "a", "v": 2, "s": "new"}]
+
+
+# --- AGGREGATE KEY ----------------------------------------------------------------------
+
+
+def test_aggregate_table_folds_each_aggregation_type(engine, storage):
+    t = make_table(
+        301,
+        "agg",
+        "AGG_KEYS",
+        [
+            col("k", "int", key=True),
+            col("total", "int", agg="SUM"),
+            col("lo", "int", agg="MIN"),
+            col("hi", "decimal(10,2)", agg="MAX"),
+            col("last", "varchar(10)", agg="REPLACE"),
+            col("last_nn", "varchar(10)", agg="REPLACE_IF_NOT_NULL"),
+        ],
+        ["k"],
+    )
+    d = Decimal
+    # Rowsets are appended out of version order on purpose: the version decides, not file order.
+    add_rowset(storage, t, 4, {
+        "k": [1, 2], "total": [100, 7], "lo": [50, 9], "hi": [d("1.50"), d("9.00")],
+        "last": [None, "two-v4"], "last_nn": [None, None],
+    })
+    add_rowset(storage, t, 2, {
+        "k": [1, 1, 2], "total": [1, 2, 3], "lo": [5, 3, 8], "hi": [d("2.25"), d("0.10"), d("1.00")],
+        "last": ["a", "a", "two-v2"], "last_nn": ["first", "first", "two"],
+    })
+    add_rowset(storage, t, 3, {
+        "k": [1], "total": [10], "lo": [4], "hi": [d("3.00")], "last": ["b"], "last_nn": ["second"],
+    })
+
+    assert rows(engine, t, storage) == [
+        {"k": 1, "total": 113, "lo": 3, "hi": d("3.00"), "last": None, "last_nn": "second"},
+        {"k": 2, "total": 10, "lo": 8, "hi": d("9.00"), "last": "two-v4", "last_nn": "two"},
+    ]
+    assert rows(engine, t, storage, version=3) == [
+        {"k": 1, "total": 13, "lo": 3, "hi": d("3.00"), "last": "b", "last_nn": "second"},
+        {"k": 2, "total": 3, "lo": 8, "hi": d("1.00"), "last": "two-v2", "last_nn": "two"},
+    ]
+    # Doris keeps the declared type of a SUM column; Spark would widen INT to BIGINT.
+    assert [f.dataType.simpleString() for f in table_frame(engine.spark(), t, storage).schema] == [
+        "int", "int", "int", "decimal(10,2)", "string", "string",
+    ]
+
+
+def test_aggregate_table_merges_duplicate_keys_within_one_rowset(engine, storage):
+    t = make_table(302, "agg1", "AGG_KEYS", [col("k", "int", key=True), col("n", "bigint", agg="SUM")], ["k"])
+    add_rowset(storage, t, 2, {"k": [1, 1, 2], "n": [1, 2, 3]})
+    assert rows(engine, t, storage) == [{"k": 1, "n": 3}, {"k": 2, "n": 3}]
+
+
+# --- empty tables and types -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keys_type", ["DUP_KEYS", "UNIQUE_KEYS", "AGG_KEYS"])
+def test_table_without_rowsets_reads_as_empty_frame_with_schema(engine, storage, keys_type):
+    agg = "SUM" if keys_type == "AGG_KEYS" else None
+    t = make_table(
+        400, "empty", keys_type,
+        [col("k", "bigint", key=True), col("d", "datetime(3)", agg="MAX" if agg else None), col("n", "decimal(12,4)", agg=agg)],
+        ["k"],
+    )
+    out = run_query(engine, "SELECT * FROM e_view", {"e_view": (t, 1)}, storage)
+    assert out.table.num_rows == 0
+    assert out.columns == [("k", "bigint"), ("d", "timestamp_ntz"), ("n", "decimal(12,4)")]
+    assert out.table.column_names == ["k", "d", "n"]
+    assert table_frame(engine.spark(), t, storage).schema == spark_schema(t, include_hidden=False)
+
+
+def test_datetime_decimal_and_largeint_round_trip_through_a_query(engine, storage):
+    t = make_table(
+        501, "types", "DUP_KEYS",
+        [
+            col("id", "largeint", key=True),
+            col("at", "datetime(6)"),
+            col("day", "date"),
+            col("amount", "decimal(18,6)"),
+            col("flag", "boolean"),
+            col("small", "tinyint"),
+        ],
+        ["id"],
+    )
+    big = 2**100
+    at = dt.datetime(2024, 2, 29, 23, 59, 58, 123456)
+    add_rowset(storage, t, 2, {
+        "id": [Decimal(big), Decimal(-5)], "at": [at, None], "day": [dt.date(2024, 1, 31), None],
+        "amount": [Decimal("123456789012.345678"), Decimal("-0.000001")], "flag": [True, None], "small": [-128, 127],
+    })
+    out = run_query(
+        engine,
+        "SELECT id, at, day, amount, flag, small, at + INTERVAL 2 SECONDS AS later FROM tv ORDER BY id",
+        {"tv": (t, 2)},
+        storage,
+    )
+    assert out.columns == [
+        ("id", "decimal(38,0)"), ("at", "timestamp_ntz"), ("day", "date"), ("amount", "decimal(18,6)"),
+        ("flag", "boolean"), ("small", "tinyint"), ("later", "timestamp_ntz"),
+    ]
+    assert out.table.to_pylist() == [
+        {"id": Decimal(-5), "at": None, "day": None, "amount": Decimal("-0.000001"), "flag": None,
+         "small": 127, "later": None},
+        {"id": Decimal(big), "at": at, "day": dt.date(2024, 1, 31), "amount": Decimal("123456789012.345678"),
+         "flag": True, "small": -128, "later": dt.datetime(2024, 3, 1, 0, 0, 0, 123456)},
+    ]
+
+
+# --- run_query --------------------------------------------------------------------------
+
+
+def test_run_query_joins_snapshots_and_drops_its_views(engine, storage):
+    t = unique_table(601)
+    add_rowset(storage, t, 2, {"k1": [1, 2], "k2": ["a", "a"], "v": [1, 2], "s": ["x", "y"]})
+    first = run_query(
+        engine, "SELECT count(*) AS n, sum(v) AS total FROM q1_t", {"q1_t": (t, 2)}, storage
+    )
+    assert first.columns == [("n", "bigint"), ("total", "bigint")]
+    assert first.table.to_pylist() == [{"n": 2, "total": 3}]
+    assert "q1_t" not in [v.name for v in engine.spark().catalog.listTables()]
+
+    # A newer version of the same table is a different snapshot: no stale cached frame.
+    add_rowset(storage, t, 3, {"k1": [2], "k2": ["a"], "v": [0], "s": [None], DELETE_SIGN: [1]})
+    joined = run_query(
+        engine,
+        "SELECT old.k1, new.k1 AS still_there FROM q2_old old LEFT JOIN q2_new new ON old.k1 = new.k1 ORDER BY old.k1",
+        {"q2_old": (t, 2), "q2_new": (t, 3)},
+        storage,
+    )
+    assert joined.table.to_pylist() == [{"k1": 1, "still_there": 1}, {"k1": 2, "still_there": None}]
+
+
+def test_run_query_with_no_result_rows_keeps_columns(engine, storage):
+    t = make_table(701, "d", "DUP_KEYS", [col("k", "int", key=True), col("name", "varchar(5)")], ["k"])
+    add_rowset(storage, t, 2, {"k": [1], "name": ["a"]})
+    out = run_query(engine, "SELECT name, k * 2 AS k2 FROM e1 WHERE k > 10", {"e1": (t, 2)}, storage)
+    assert out.table.num_rows == 0
+    assert out.columns == [("name", "string"), ("k2", "int")]
+    assert out.table.schema.names == ["name", "k2"]
+
+
+def test_run_query_errors_propagate_and_leave_the_session_usable(engine, storage):
+    t = make_table(801, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
+    add_rowset(storage, t, 2, {"k": [1]})
+    with pytest.raises(Exception, match="no_such_column"):
+        run_query(engine, "SELECT no_such_column FROM err_v", {"err_v": (t, 2)}, storage)
+    assert engine.is_alive()
+    assert run_query(engine, "SELECT k FROM err_v", {"err_v": (t, 2)}, storage).table.to_pylist() == [{"k": 1}]
+
+
+# --- recovery ---------------------------------------------------------------------------
+
+
+def _wait_dead(pid: int) -> None:
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        # A killed child stays a zombie until reaped; that still counts as dead here.
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(")")[-1].split()[0] == "Z":
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} did not die")
+
+
+def test_query_after_the_spark_jvm_is_killed_starts_a_new_session(engine, storage):
+    t = make_table(901, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
+    add_rowset(storage, t, 2, {"k": [1, 2, 3]})
+    assert run_query(engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage).table.to_pylist() == [
+        {"s": 6}
+    ]
+    old_pid = engine.jvm_pid()
+    assert old_pid is not None
+
+    os.kill(old_pid, signal.SIGKILL)
+    _wait_dead(old_pid)
+    assert not engine.is_alive()
+
+    out = run_query(engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage)
+    assert out.table.to_pylist() == [{"s": 6}]
+    assert engine.is_alive()
+    assert engine.jvm_pid() not in (None, old_pid)
