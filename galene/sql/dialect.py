@@ -16,6 +16,7 @@ import typing as t
 from sqlglot import exp
 from sqlglot.dialects.doris import Doris
 from sqlglot.tokens import TokenType
+from sqlglot.trie import new_trie
 
 # Aggregate types Doris accepts after a column type in AGGREGATE KEY tables.
 AGGREGATION_TYPES = (
@@ -134,7 +135,7 @@ class Galene(Doris):
             "FRONTENDS": lambda self: self.expression(exp.Show(this="FRONTENDS")),
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
         }
-        SHOW_TRIE = Doris.Parser.SHOW_TRIE.__class__()  # rebuilt below from SHOW_PARSERS
+        SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
         # sqlglot logs a warning for every statement it keeps opaque; the statement router
         # answers those itself, so the warning is noise.
@@ -231,7 +232,10 @@ class Galene(Doris):
             else:
                 partitions = []
             self._match_r_paren()
-            return self.expression(node_cls(partition_expressions=columns, create_expressions=partitions))
+            node = node_cls(partition_expressions=columns, create_expressions=partitions)
+            # `()` (no partitions yet, e.g. for dynamic partitioning) is valid Doris but fails
+            # sqlglot's required-argument check, so only non-empty lists are validated.
+            return self.expression(node) if partitions else node
 
         def _parse_partition_bound(self) -> exp.Expr | None:
             if self._match_text_seq("MAXVALUE"):
@@ -310,10 +314,6 @@ class Galene(Doris):
                 target = self._parse_schema(this=target)
                 return self.expression(LabeledInsertTarget(this=target, label=label))
             return target
-
-    Parser.SHOW_TRIE = __import__("sqlglot.trie", fromlist=["new_trie"]).new_trie(
-        key.split(" ") for key in Parser.SHOW_PARSERS
-    )
 
     class Generator(Doris.Generator):
         TYPE_MAPPING = {

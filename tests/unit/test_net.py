@@ -256,8 +256,11 @@ def test_peer_that_accepts_but_never_answers_raises_deadline_exceeded():
         received = bytearray()
 
         async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while chunk := await reader.read(65536):
-                received.extend(chunk)
+            try:
+                while chunk := await reader.read(65536):
+                    received.extend(chunk)
+            finally:
+                writer.close()
 
         silent = await asyncio.start_server(swallow, "127.0.0.1", 0)
         port = silent.sockets[0].getsockname()[1]
@@ -287,15 +290,18 @@ def test_connection_refused_raises_rpc_unavailable():
 
 
 def test_client_is_bound_to_one_event_loop():
-    client = RpcClient()
-
-    async def use():
+    async def use(client: RpcClient) -> None:
         with contextlib.suppress(RpcUnavailable):
             await client.call("GET", f"http://127.0.0.1:{unused_port()}/")
 
-    run(use())
-    with pytest.raises(RuntimeError, match="another event loop"):
-        run(use())
+    async def scenario():
+        async with rpc_client() as client:
+            await use(client)
+            # Another thread, another loop: refused rather than sharing connections across loops.
+            with pytest.raises(RuntimeError, match="another event loop"):
+                await asyncio.to_thread(asyncio.run, use(client))
+
+    run(scenario())
 
 
 # --- deadlines ----------------------------------------------------------------------------------
