@@ -20,13 +20,12 @@ from galene import __version__
 from galene.be.error_log import ErrorLogStore
 from galene.be.stream_load import execute_stream_load
 from galene.config import Config
-from galene.net.client import RpcClient
+from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.server import Metrics, make_server_socket, tasks_dump_handler
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)
 
-TOKEN_HEADER = "X-Galene-Token"
 
 
 class BeServer:

@@ -23,11 +23,11 @@ from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe.catalog_service import LabelAlreadyExists
 from galene.meta import tools as meta_tools
+from galene.net.client import TOKEN_HEADER
 from galene.net.server import tasks_dump_handler
 
 log = logging.getLogger(__name__)
 
-TOKEN_HEADER = "X-Galene-Token"
 
 
 def password_hash(password: str) -> str:

@@ -199,8 +199,9 @@ class Metrics:
     """A small thread-safe registry of counters and gauges with labels.
 
     `const_labels` (e.g. role and node) are added to every sample. A name is a counter when
-    first used with `inc` and a gauge when first used with `set`/`set_function`, unless
-    `describe` said otherwise; a counter cannot be `set` or decreased.
+    first used with `inc`, a gauge when first used with `set`/`set_function` and a summary
+    (`<name>_count` and `<name>_sum`) when first used with `observe`, unless `describe` said
+    otherwise; a counter cannot be `set` or decreased.
     """
 
     def __init__(self, const_labels: Mapping[str, str] | None = None):
@@ -210,6 +211,7 @@ class Metrics:
         self._help: dict[str, str] = {}
         self._values: dict[str, dict[tuple[tuple[str, str], ...], float | int]] = {}
         self._functions: dict[str, dict[tuple[tuple[str, str], ...], Callable[[], float | int]]] = {}
+        self._summaries: dict[str, dict[tuple[tuple[str, str], ...], list[float]]] = {}  # [count, sum]
         self._lock = threading.Lock()
 
     def _kind(self, name: str, wanted: str) -> str:
@@ -224,8 +226,8 @@ class Metrics:
         return tuple(sorted((k, str(v)) for k, v in labels.items()))
 
     def describe(self, name: str, kind: str, help: str = "") -> None:
-        if kind not in ("counter", "gauge"):
-            raise ValueError(f"metric kind must be counter or gauge, not {kind!r}")
+        if kind not in ("counter", "gauge", "summary"):
+            raise ValueError(f"metric kind must be counter, gauge or summary, not {kind!r}")
         with self._lock:
             _check_metric_name(name)
             existing = self._kinds.get(name)
@@ -238,6 +240,8 @@ class Metrics:
     def inc(self, name: str, value: float = 1, **labels: Any) -> None:
         with self._lock:
             kind = self._kind(name, "counter")
+            if kind == "summary":
+                raise ValueError(f"metric {name} is a summary; use observe")
             if kind == "counter" and value < 0:
                 raise ValueError(f"counter {name} cannot decrease")
             series = self._values.setdefault(name, {})
@@ -257,6 +261,26 @@ class Metrics:
                 raise ValueError(f"metric {name} is a counter; use inc")
             self._functions.setdefault(name, {})[self._key(labels)] = function
 
+    def observe(self, name: str, value: float, **labels: Any) -> None:
+        """Add one observation to a summary (count and sum, as Prometheus summaries without
+        quantiles)."""
+        with self._lock:
+            if self._kind(name, "summary") != "summary":
+                raise ValueError(f"metric {name} is not a summary")
+            series = self._summaries.setdefault(name, {}).setdefault(self._key(labels), [0, 0.0])
+            series[0] += 1
+            series[1] += value
+
+    def observe_ms(self, name: str, milliseconds: float, **labels: Any) -> None:
+        """A duration in milliseconds, recorded in the summary `<name>_ms`."""
+        self.observe(f"{name}_ms", milliseconds, **labels)
+
+    def summary(self, name: str, **labels: Any) -> tuple[int, float]:
+        """(count, sum) of one summary series; (0, 0.0) when nothing was observed."""
+        with self._lock:
+            count, total = self._summaries.get(name, {}).get(self._key(labels), (0, 0.0))
+            return int(count), float(total)
+
     def value(self, name: str, **labels: Any) -> float | int:
         """The current value of one series (0 when it has never been touched)."""
         key = self._key(labels)
@@ -272,8 +296,15 @@ class Metrics:
             helps = dict(self._help)
             values = {name: dict(series) for name, series in self._values.items()}
             functions = {name: dict(series) for name, series in self._functions.items()}
+            summaries = {
+                name: {key: tuple(pair) for key, pair in series.items()}
+                for name, series in self._summaries.items()
+            }
         out: list[str] = []
         for name in sorted(kinds):
+            if kinds[name] == "summary":
+                out.extend(self._render_summary(name, helps.get(name), summaries.get(name, {})))
+                continue
             samples: dict[tuple[tuple[str, str], ...], float | int] = dict(values.get(name, {}))
             for key, function in functions.get(name, {}).items():
                 try:
@@ -289,6 +320,18 @@ class Metrics:
                 labels = {**self.const_labels, **dict(key)}
                 out.append(f"{name}{_format_labels(labels)} {_format_value(samples[key])}")
         return "\n".join(out) + "\n" if out else ""
+
+    def _render_summary(self, name: str, help: str | None, series: Mapping[tuple, tuple]) -> list[str]:
+        if not series:
+            return []
+        out = [f"# HELP {name} {help}"] if help else []
+        out.append(f"# TYPE {name} summary")
+        for key in sorted(series):
+            count, total = series[key]
+            labels = _format_labels({**self.const_labels, **dict(key)})
+            out.append(f"{name}_count{labels} {_format_value(int(count))}")
+            out.append(f"{name}_sum{labels} {_format_value(float(total))}")
+        return out
 
     async def handler(self, request: web.Request) -> web.Response:
         """GET /metrics."""

@@ -505,6 +505,20 @@ def test_metrics_registry_counters_gauges_and_endpoint():
     run(scenario())
 
 
+def test_metrics_summaries_count_and_sum_durations():
+    metrics = Metrics()
+    metrics.observe_ms("galene_fe_txn_commit", 2.5)
+    metrics.observe_ms("galene_fe_txn_commit", 1.5)
+    assert metrics.summary("galene_fe_txn_commit_ms") == (2, 4.0)
+    assert metrics.render() == (
+        "# TYPE galene_fe_txn_commit_ms summary\n"
+        "galene_fe_txn_commit_ms_count 2\n"
+        "galene_fe_txn_commit_ms_sum 4.0\n"
+    )
+    with pytest.raises(ValueError):
+        metrics.inc("galene_fe_txn_commit_ms")
+
+
 def test_client_counts_outcomes_in_metrics():
     async def scenario():
         metrics = Metrics()

@@ -1,0 +1,766 @@
+"""Stream-load body parsing: CSV/JSON bytes into a table's storage schema, with Doris filtering.
+
+Owns the BE data path from request body to a validated Arrow table: reading the body with
+pyarrow, mapping source columns to table columns (`columns` header, defaults, the hidden
+delete sign), converting text to the column types, and deciding per row whether it is
+loaded or filtered (strict mode, NULL into NOT NULL, too-long strings, out-of-range values,
+wrong column counts) with a bounded list of reasons for the error log.
+
+Everything on the row path is vectorized. CSV takes a fast path first: pyarrow converts
+straight to the target types, which is as fast as reading the file at all; only when that
+conversion fails (any bad value anywhere) is the body re-read as strings and converted
+column by column with validity masks, which is where the per-row reasons come from.
+Python loops run only over the bounded list of error rows and in the JSON fallback for
+documents whose value types differ between rows (pyarrow's JSON reader refuses those).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from galene.be.load_options import COMPRESS_CODECS, CSV_FORMATS, SUPPORTED_FORMATS, LoadOptions
+from galene.catalog.model import DELETE_SIGN, Column, Table
+from galene.common.errors import LoadError
+from galene.common.types import INT_BOUNDS, ColumnType
+from galene.storage.rowset import storage_schema
+
+NULL_TEXT = "\\N"
+# Readers hand pyarrow blocks of this size; each block is parsed on its own thread.
+CSV_BLOCK_SIZE = 4 << 20
+JSON_BLOCK_SIZE = 8 << 20
+_TRUE_TEXTS = ["true", "1"]
+_FALSE_TEXTS = ["false", "0"]
+
+
+@dataclass
+class RowError:
+    raw: str  # the source row as text (CSV fields joined by the separator, or a JSON object)
+    reason: str
+
+
+@dataclass
+class ParsedBatch:
+    data: pa.Table  # storage schema of the table: every Table.columns entry, in order
+    num_total: int  # rows read from the source
+    num_filtered: int  # rows rejected
+    num_unselected: int = 0  # rows dropped by `where`
+    errors: list[RowError] = field(default_factory=list)  # first rejected rows, with reasons
+
+
+def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int = 50) -> ParsedBatch:
+    """Parse one stream-load body into `table`'s storage schema with Doris filtering rules."""
+    if opts.where:
+        raise LoadError("[NOT_IMPLEMENTED_ERROR]the `where` header is not supported yet")
+    if opts.jsonpaths:
+        raise LoadError("[NOT_IMPLEMENTED_ERROR]the `jsonpaths` header is not supported yet")
+    if opts.format not in SUPPORTED_FORMATS:
+        raise LoadError(f"[NOT_IMPLEMENTED_ERROR]format {opts.format} is not supported yet")
+
+    plan = _SourcePlan.build(table, opts)
+    schema = storage_schema(table)
+    if opts.compress_type:
+        body = _decompress(body, opts.compress_type)
+    if not body.strip():
+        return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
+
+    if opts.format in CSV_FORMATS:
+        source = _read_csv(body, plan, opts, max_error_rows)
+    else:
+        source = _read_json(body, plan, opts)
+
+    if source.typed:
+        converted, keep, errors = source.columns, None, []
+    else:
+        converted, keep, errors = _convert_sources(source, plan, opts, max_error_rows)
+
+    n = source.num_rows
+    arrays = []
+    for col, target_type in zip(table.columns, schema.types):
+        if col.name.lower() in converted:
+            arrays.append(converted[col.name.lower()])
+        else:
+            arrays.append(plan.fill_array(col, target_type, n))
+    data = pa.Table.from_arrays(arrays, schema=schema)
+    num_rejected = 0
+    if keep is not None:
+        num_rejected = int(n - keep.sum())
+        if num_rejected:
+            data = data.filter(pa.array(keep))
+
+    all_errors = source.count_errors + errors
+    return ParsedBatch(
+        data=data,
+        num_total=n + source.num_bad_count,
+        num_filtered=num_rejected + source.num_bad_count,
+        num_unselected=0,
+        errors=all_errors[:max_error_rows],
+    )
+
+
+# --- source plan: which source field feeds which table column ------------------------------------
+
+
+@dataclass
+class _SourcePlan:
+    names: list[str]  # source names in file order
+    targets: list[Column | None]  # table column each source field feeds; None = read and dropped
+    fills: dict[str, pa.Scalar | None]  # lower-case table column name -> fill for columns not in the source
+
+    @classmethod
+    def build(cls, table: Table, opts: LoadOptions) -> _SourcePlan:
+        if opts.columns:
+            names = list(opts.columns)
+        else:
+            names = [c.name for c in table.visible_columns()]
+        # A source name that is no table column is read and dropped: that is how Doris users
+        # skip a field of the file (`columns: k1, skipped, k2`).
+        targets = [table.column(n) for n in names]
+        present = {t.name.lower() for t in targets if t is not None}
+        fills: dict[str, pa.Scalar | None] = {}
+        for col in table.columns:
+            if col.name.lower() in present:
+                continue
+            fills[col.name.lower()] = _fill_value(col, opts)
+        return cls(names, targets, fills)
+
+    def fill_array(self, col: Column, arrow_type: pa.DataType, n: int) -> pa.Array:
+        value = self.fills.get(col.name.lower())
+        if value is None:
+            return pa.nulls(n, arrow_type)
+        return pa.array([value.as_py()], arrow_type).take(np.zeros(n, dtype=np.int32))
+
+
+def _fill_value(col: Column, opts: LoadOptions) -> pa.Scalar | None:
+    """The value a table column gets when the source does not provide it (Doris: its default)."""
+    arrow_type = col.type.to_arrow()
+    if col.name == DELETE_SIGN:
+        return pa.scalar(0, arrow_type)
+    text = col.default
+    if text is None or text.upper() == "NULL":
+        if not col.nullable:
+            raise LoadError(f"Column has no default value. column: {col.name}")
+        return None
+    upper = text.upper().replace(" ", "")
+    if upper in ("CURRENT_TIMESTAMP", "NOW()", "CURRENT_TIMESTAMP()", "CURRENT_DATE", "CURRENT_DATE()"):
+        now = _dt.datetime.now(ZoneInfo(opts.timezone)).replace(tzinfo=None)
+        text = now.strftime("%Y-%m-%d %H:%M:%S.%f")
+    conv = convert_strings(pa.array([text], pa.string()), col.type)
+    if conv.bad is not None and conv.bad[0] or conv.too_long is not None and conv.too_long[0]:
+        raise LoadError(f"Invalid default value for column {col.name}: {col.default}")
+    return conv.values[0]
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Source:
+    num_rows: int
+    # typed=True: `columns` maps lower-case table column -> final array (CSV fast path).
+    # typed=False: `columns` maps source index -> string array; every source field is present.
+    typed: bool
+    columns: dict
+    count_errors: list[RowError]  # rows rejected while reading (wrong column count)
+    num_bad_count: int
+    render_rows: object = None  # callable(indices) -> raw texts, for the error list
+
+
+def _decompress(body: bytes, compress_type: str) -> bytes:
+    codec = COMPRESS_CODECS[compress_type]
+    try:
+        with pa.CompressedInputStream(pa.BufferReader(body), codec) as stream:
+            return stream.read()
+    except (pa.ArrowException, OSError) as e:
+        raise LoadError(f"[DATA_QUALITY_ERROR]failed to decompress the body as {compress_type}: {e}") from None
+
+
+def _single_byte_separator(sep: bytes, body: bytes) -> tuple[str, bytes]:
+    """pyarrow splits on one ASCII byte; a longer separator is swapped for a byte the body lacks."""
+    if len(sep) == 1 and sep[0] < 0x80:
+        return chr(sep[0]), body
+    for code in list(range(1, 9)) + list(range(0x0E, 0x20)):
+        candidate = bytes([code])
+        if candidate not in body and candidate != sep:
+            return chr(code), body.replace(sep, candidate)
+    raise LoadError(f"[NOT_IMPLEMENTED_ERROR]column separator {sep!r} is not supported for this data")
+
+
+def _normalize_lines(delimiter: bytes, body: bytes) -> bytes:
+    if delimiter in (b"\n", b"\r\n"):
+        return body
+    if b"\n" in body or b"\r" in body:
+        raise LoadError(
+            f"[NOT_IMPLEMENTED_ERROR]line delimiter {delimiter!r} with newline characters inside the data "
+            "is not supported yet"
+        )
+    return body.replace(delimiter, b"\n")
+
+
+def _escape_text(sep: bytes) -> str:
+    return sep.decode("utf-8", "backslashreplace").encode("unicode_escape").decode("ascii")
+
+
+def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows: int) -> _Source:
+    delimiter, body = _single_byte_separator(opts.column_separator, body)
+    body = _normalize_lines(opts.line_delimiter, body)
+    skip = {"csv": opts.skip_lines, "csv_with_names": 1, "csv_with_names_and_types": 2}[opts.format]
+    names = [f"_c{i}" for i in range(len(plan.names))]
+    used = [i for i, t in enumerate(plan.targets) if t is not None]
+    sep_text = _escape_text(opts.column_separator)
+    line_text = _escape_text(opts.line_delimiter)
+    schema_width = len(names)
+
+    count_errors: list[RowError] = []
+    bad_count = [0]
+
+    def on_invalid_row(row) -> str:
+        # Called by pyarrow for rows whose field count differs from the source columns.
+        bad_count[0] += 1
+        if len(count_errors) < max_error_rows:
+            relation = "less" if row.actual_columns < row.expected_columns else "more"
+            count_errors.append(
+                RowError(
+                    raw=row.text,
+                    reason=(
+                        f"actual column number in csv file is {relation} than schema column number."
+                        f"actual number: {row.actual_columns}, column separator: [{sep_text}], "
+                        f"line delimiter: [{line_text}], schema column number: {schema_width}; "
+                    ),
+                )
+            )
+        return "skip"
+
+    quote = opts.enclose.decode("latin-1") if opts.enclose else ('"' if opts.trim_double_quotes else False)
+    parse_options = pacsv.ParseOptions(
+        delimiter=delimiter,
+        quote_char=quote,
+        double_quote=bool(quote),
+        escape_char=opts.escape.decode("latin-1") if opts.escape else False,
+        newlines_in_values=bool(opts.enclose),
+        ignore_empty_lines=True,
+        invalid_row_handler=on_invalid_row,
+    )
+    read_options = pacsv.ReadOptions(
+        column_names=names, skip_rows=skip, use_threads=True, block_size=CSV_BLOCK_SIZE
+    )
+    buffer = pa.py_buffer(body)
+
+    def read(convert_options):
+        bad_count[0] = 0
+        count_errors.clear()
+        return pacsv.read_csv(
+            pa.BufferReader(buffer),
+            read_options=read_options,
+            parse_options=parse_options,
+            convert_options=convert_options,
+        )
+
+    # Fast path: pyarrow converts to the column types directly.
+    targets = {names[i]: plan.targets[i] for i in used}
+    null_values = [NULL_TEXT]
+    if opts.empty_field_as_null or (
+        not opts.strict_mode and not any(t.type.is_string for t in targets.values())
+    ):
+        null_values.append("")  # empty field -> NULL (non-strict, no string column can be hurt)
+    fast_options = pacsv.ConvertOptions(
+        column_types={n: t.type.to_arrow() for n, t in targets.items()},
+        null_values=null_values,
+        strings_can_be_null=True,
+        true_values=["true", "True", "TRUE", "1"],
+        false_values=["false", "False", "FALSE", "0"],
+        include_columns=[names[i] for i in used] or names[:1],
+    )
+    try:
+        tbl = read(fast_options)
+        typed = _check_fast(tbl, targets)
+        if typed is not None:
+            return _Source(tbl.num_rows, True, typed, list(count_errors), bad_count[0])
+    except pa.ArrowInvalid:
+        pass
+
+    # Slow path: every field as text; conversion decides row by row (vectorized).
+    slow_options = pacsv.ConvertOptions(
+        column_types={n: pa.string() for n in names},
+        null_values=[NULL_TEXT, ""] if opts.empty_field_as_null else [NULL_TEXT],
+        strings_can_be_null=True,
+    )
+    try:
+        tbl = read(slow_options)
+    except pa.ArrowInvalid as e:
+        text = str(e)
+        if "UTF8" in text or "utf8" in text.lower():
+            raise LoadError(f"[DATA_QUALITY_ERROR]the load data is not valid UTF-8: {text}") from None
+        raise LoadError(f"[DATA_QUALITY_ERROR]failed to parse the CSV data: {text}") from None
+    columns = {i: tbl.column(i).combine_chunks() for i in range(len(names))}
+    sep_out = opts.column_separator.decode("utf-8", "replace")
+
+    def render(indices: list[int]) -> list[str]:
+        picked = [columns[i].take(pa.array(indices, pa.int64())).to_pylist() for i in range(len(names))]
+        return [
+            sep_out.join(NULL_TEXT if v[r] is None else v[r] for v in picked) for r in range(len(indices))
+        ]
+
+    return _Source(tbl.num_rows, False, columns, list(count_errors), bad_count[0], render)
+
+
+def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array] | None:
+    """Fast-path result as final columns, or None when some row needs the slow path's verdict."""
+    out = {}
+    for name, col in targets.items():
+        arr = tbl.column(name)
+        if not col.nullable and arr.null_count:
+            return None
+        if col.type.name in ("CHAR", "VARCHAR") and len(arr):
+            longest = pc.max(pc.binary_length(arr)).as_py()
+            if longest is not None and longest > col.type.length:
+                return None
+        if col.type.name == "DATETIME":
+            arr = truncate_datetime(arr, col.type.precision)
+        out[col.name.lower()] = arr
+    return out
+
+
+def _read_json(body: bytes, plan: _SourcePlan, opts: LoadOptions) -> _Source:
+    """JSON rows as string columns (one per source name; keys matched case-insensitively)."""
+    wanted = [n.lower() for n in plan.names]
+    struct = None
+    try:
+        struct = _json_with_arrow(body, opts)
+    except pa.ArrowInvalid:
+        struct = None
+    if struct is not None:
+        by_key = {}
+        for i in range(struct.type.num_fields):
+            by_key.setdefault(struct.type.field(i).name.lower(), struct.field(i))
+        columns = {}
+        for idx, name in enumerate(wanted):
+            arr = by_key.get(name)
+            if arr is None:
+                columns[idx] = pa.nulls(len(struct), pa.string())
+                continue
+            if plan.targets[idx] is not None and not _arrow_to_text_ok(arr.type, plan.targets[idx].type):
+                struct = None  # e.g. a timestamp-looking string headed for a VARCHAR: keep the text
+                break
+            columns[idx] = arr if arr.type == pa.string() else pc.cast(arr, pa.string())
+        if struct is not None:
+            n = len(struct)
+            return _Source(n, False, columns, [], 0, _json_renderer(plan.names, columns))
+    rows = _json_rows_with_msgspec(body, opts)
+    columns = _columns_from_rows(rows, wanted)
+    return _Source(len(rows), False, columns, [], 0, _json_renderer(plan.names, columns))
+
+
+def _arrow_to_text_ok(arrow_type: pa.DataType, target: ColumnType) -> bool:
+    """Whether casting an inferred JSON column to text gives what the source said."""
+    if pa.types.is_struct(arrow_type) or pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return False  # nested values: serialized by the fallback
+    if pa.types.is_timestamp(arrow_type):
+        # pyarrow turned an ISO-looking string into a timestamp; fine for temporal targets only.
+        return target.name in ("DATE", "DATETIME")
+    return True
+
+
+def _json_root_path(json_root: str | None) -> list[str]:
+    if not json_root:
+        return []
+    path = json_root.strip()
+    if path.startswith("$"):
+        path = path[1:]
+    return [p for p in path.split(".") if p]
+
+
+def _json_with_arrow(body: bytes, opts: LoadOptions) -> pa.StructArray | None:
+    """Rows as one StructArray via pyarrow's JSON reader, or None for shapes it cannot give."""
+    root = _json_root_path(opts.json_root)
+    if opts.json_by_line and not opts.strip_outer_array:
+        table = pajson.read_json(
+            pa.BufferReader(body),
+            read_options=pajson.ReadOptions(use_threads=True, block_size=JSON_BLOCK_SIZE),
+        )
+        rows = table.to_struct_array().combine_chunks() if table.num_columns else None
+        if rows is None:
+            return None
+        for key in root:
+            rows = _struct_child(rows, key)
+            if rows is None or not pa.types.is_struct(rows.type):
+                return None
+        return rows
+    # Whole-document modes: wrap the body so pyarrow sees one object holding it, then unwrap.
+    wrapped = b'{"__galene_doc":' + body + b"}"
+    table = pajson.read_json(
+        pa.BufferReader(wrapped),
+        read_options=pajson.ReadOptions(use_threads=False, block_size=len(wrapped) + 1024),
+        parse_options=pajson.ParseOptions(newlines_in_values=True),
+    )
+    if table.num_rows != 1:
+        return None
+    doc = table.column(0).combine_chunks()
+    for key in root:
+        if not pa.types.is_struct(doc.type):
+            return None
+        doc = _struct_child(doc, key)
+        if doc is None:
+            return None
+    if pa.types.is_list(doc.type):
+        if not opts.strip_outer_array:
+            raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+        rows = pc.list_flatten(doc)
+        return rows if pa.types.is_struct(rows.type) else None
+    if pa.types.is_struct(doc.type):
+        if opts.strip_outer_array:
+            raise LoadError(
+                "[DATA_QUALITY_ERROR]JSON data is not an array-object, `strip_outer_array` must be FALSE."
+            )
+        return doc
+    return None
+
+
+def _struct_child(arr: pa.StructArray, key: str):
+    lkey = key.lower()
+    for i in range(arr.type.num_fields):
+        if arr.type.field(i).name.lower() == lkey:
+            return arr.field(i)
+    return None
+
+
+def _decode_json(data: bytes, where: str = ""):
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        raise LoadError(f"[DATA_QUALITY_ERROR]Parse json data failed{where}: {e}") from None
+
+
+def _descend(doc, root: list[str]):
+    for key in root:
+        if not isinstance(doc, dict):
+            return None
+        lower = {k.lower(): v for k, v in doc.items()}
+        doc = lower.get(key.lower())
+    return doc
+
+
+def _json_rows_with_msgspec(body: bytes, opts: LoadOptions) -> list[dict]:
+    """Fallback for JSON whose value types vary between rows: decode to Python objects."""
+    root = _json_root_path(opts.json_root)
+    rows: list = []
+    if opts.json_by_line and not opts.strip_outer_array:
+        for number, line in enumerate(body.splitlines(), 1):
+            if not line.strip():
+                continue
+            doc = _descend(_decode_json(line, f" at line {number}"), root)
+            if isinstance(doc, list):
+                raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+            rows.append(doc)
+    else:
+        doc = _descend(_decode_json(body), root)
+        if isinstance(doc, list):
+            if not opts.strip_outer_array:
+                raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+            rows = doc
+        else:
+            if opts.strip_outer_array:
+                raise LoadError(
+                    "[DATA_QUALITY_ERROR]JSON data is not an array-object, `strip_outer_array` must be FALSE."
+                )
+            rows = [doc]
+    for row in rows:
+        if not isinstance(row, dict):
+            raise LoadError(f"[DATA_QUALITY_ERROR]JSON row is not an object: {msgspec.json.encode(row).decode()}")
+    return rows
+
+
+def _json_value_text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return msgspec.json.encode(value).decode()
+
+
+def _columns_from_rows(rows: list[dict], wanted: list[str]) -> dict[int, pa.Array]:
+    lowered = [{k.lower(): v for k, v in row.items()} for row in rows]
+    return {
+        idx: pa.array([_json_value_text(r.get(name)) for r in lowered], pa.string())
+        for idx, name in enumerate(wanted)
+    }
+
+
+def _json_renderer(names: list[str], columns: dict[int, pa.Array]):
+    def render(indices: list[int]) -> list[str]:
+        picked = [columns[i].take(pa.array(indices, pa.int64())).to_pylist() for i in range(len(names))]
+        return [
+            msgspec.json.encode({names[i]: picked[i][r] for i in range(len(names))}).decode()
+            for r in range(len(indices))
+        ]
+
+    return render
+
+
+# --- conversion ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Conversion:
+    values: pa.Array  # target Arrow type; NULL where the source was NULL or could not be converted
+    bad: np.ndarray | None  # non-null source value that could not be converted (None = none)
+    too_long: np.ndarray | None  # string longer than the column allows (None = none)
+
+
+def _mask(arr) -> np.ndarray:
+    return pc.fill_null(arr, False).to_numpy(zero_copy_only=False)
+
+
+def _null_of(t: pa.DataType) -> pa.Scalar:
+    return pa.scalar(None, t)
+
+
+def _only(valid: np.ndarray, arr: pa.Array) -> pa.Array:
+    """`arr` with entries outside `valid` set to NULL, so a cast only sees convertible text."""
+    return pc.if_else(pa.array(valid), arr, _null_of(arr.type))
+
+
+def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
+    """Convert a string array to `ctype` with Doris rules, marking values that do not convert."""
+    name = ctype.name
+    arrow_type = ctype.to_arrow()
+    if ctype.is_string:
+        too_long = None
+        if name in ("CHAR", "VARCHAR") and len(text):
+            # Doris lengths are bytes, not characters.
+            over = _mask(pc.greater(pc.binary_length(text), ctype.length))
+            too_long = over if over.any() else None
+        return Conversion(text, None, too_long)
+
+    present = _mask(pc.is_valid(text))
+    trimmed = pc.utf8_trim_whitespace(text)
+    if name in INT_BOUNDS and name != "LARGEINT":
+        values, ok = _to_int(trimmed, name, arrow_type)
+    elif name == "LARGEINT":
+        values, ok = _to_decimal(trimmed, 38, 0, arrow_type)
+    elif name in ("FLOAT", "DOUBLE"):
+        values, ok = _to_float(trimmed, arrow_type)
+    elif name == "DECIMAL":
+        values, ok = _to_decimal(trimmed, ctype.precision, ctype.scale, arrow_type)
+    elif name == "BOOLEAN":
+        lowered = pc.utf8_lower(trimmed)
+        is_true = _mask(pc.is_in(lowered, pa.array(_TRUE_TEXTS)))
+        is_false = _mask(pc.is_in(lowered, pa.array(_FALSE_TEXTS)))
+        ok = is_true | is_false
+        values = pa.array(is_true, pa.bool_(), mask=~ok)
+    elif name in ("DATE", "DATETIME"):
+        values, ok = _to_temporal(trimmed, name, ctype.precision)
+    else:  # pragma: no cover - every Doris type is handled above
+        raise LoadError(f"unsupported column type {ctype.to_desc()}")
+    bad = present & ~ok
+    return Conversion(values, bad if bad.any() else None, None)
+
+
+def _to_int(text: pa.Array, name: str, arrow_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    lo, hi = INT_BOUNDS[name]
+    shape_ok = _mask(pc.match_substring_regex(text, r"^[+-]?[0-9]+$"))
+    unsigned = pc.replace_substring_regex(text, r"^\+", "")
+    digits = pc.utf8_length(pc.replace_substring_regex(unsigned, r"^-?0*", "")).to_numpy(zero_copy_only=False)
+    digits = np.nan_to_num(digits.astype(np.float64), nan=0).astype(np.int64)
+    small = shape_ok & (digits <= 18)
+    as64 = pc.cast(_only(small, unsigned), pa.int64())
+    ok = small & _mask(pc.and_(pc.greater_equal(as64, lo), pc.less_equal(as64, hi)))
+    if name == "BIGINT":
+        big = shape_ok & (digits > 18) & (digits <= 38)
+        if big.any():
+            dec = pc.cast(_only(big, unsigned), pa.decimal128(38, 0))
+            big_ok = big & _mask(
+                pc.and_(
+                    pc.greater_equal(dec, pa.scalar(Decimal(lo), pa.decimal128(38, 0))),
+                    pc.less_equal(dec, pa.scalar(Decimal(hi), pa.decimal128(38, 0))),
+                )
+            )
+            as64 = pc.if_else(pa.array(big_ok), pc.cast(_only(big_ok, dec), pa.int64()), as64)
+            ok = ok | big_ok
+    values = pc.cast(_only(ok, as64), arrow_type)
+    return values, ok
+
+
+_FLOAT_RE = r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$"
+
+
+def _to_float(text: pa.Array, arrow_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+    ok = _mask(pc.match_substring_regex(text, _FLOAT_RE))
+    values = pc.cast(_only(ok, text), arrow_type)
+    return values, ok
+
+
+_DECIMAL_RE = r"^(?P<sign>[+-]?)0*(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?$"
+
+
+def _to_decimal(text: pa.Array, precision: int, scale: int, arrow_type) -> tuple[pa.Array, np.ndarray]:
+    """Decimal text with Doris semantics: too many integer digits fails, extra fraction rounds."""
+    has_digit = _mask(pc.match_substring_regex(text, r"[0-9]"))
+    parts = pc.extract_regex(text, _DECIMAL_RE)
+    shape_ok = has_digit & _mask(pc.is_valid(parts))
+    parts = pc.fill_null(parts, pa.scalar({"sign": "", "int": "", "frac": ""}, parts.type))
+    sign, integer, frac = parts.field("sign"), parts.field("int"), parts.field("frac")
+    int_digits = pc.utf8_length(integer).to_numpy(zero_copy_only=False)
+    ok = shape_ok & (int_digits <= precision - scale)
+    # Keep one extra fraction digit and round half away from zero on it (Doris DECIMALV3),
+    # in a type two digits wider so that 99.995 -> 100.00 does not overflow the rounding.
+    rounding = precision <= 36
+    kept = scale + 1 if rounding else scale
+    if kept:
+        frac_kept = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, width=kept, padding="0"), 0, kept)
+        normal = pc.binary_join_element_wise(sign, pc.utf8_lpad(integer, width=1, padding="0"), ".", frac_kept, "")
+    else:
+        normal = pc.binary_join_element_wise(sign, pc.utf8_lpad(integer, width=1, padding="0"), "")
+    wide = pa.decimal128(precision + 2, kept) if rounding else pa.decimal128(precision, kept)
+    values = pc.cast(_only(ok, normal), wide)
+    if rounding:
+        values = pc.round(values, ndigits=scale, round_mode="half_towards_infinity")
+        limit = pa.scalar(Decimal(10) ** (precision - scale), wide)
+        ok = ok & _mask(pc.less(pc.abs(values), limit))
+        values = _only(ok, values)
+    return pc.cast(values, arrow_type), ok
+
+
+_TEMPORAL_RE = (
+    r"^(?P<y>[0-9]{4})[-/](?P<m>[0-9]{1,2})[-/](?P<d>[0-9]{1,2})"
+    r"(?:[ T](?P<H>[0-9]{1,2})(?::(?P<M>[0-9]{1,2})(?::(?P<S>[0-9]{1,2})(?:\.(?P<f>[0-9]*))?)?)?)?$"
+)
+
+
+def _int_field(parts: pa.StructArray, name: str) -> np.ndarray:
+    texts = pc.utf8_lpad(parts.field(name), width=1, padding="0")
+    return pc.cast(texts, pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def _to_temporal(text: pa.Array, name: str, precision: int) -> tuple[pa.Array, np.ndarray]:
+    # Compact forms Doris accepts: 20240131 and 20240131123456.
+    text = pc.replace_substring_regex(text, r"^([0-9]{4})([0-9]{2})([0-9]{2})$", r"\1-\2-\3")
+    text = pc.replace_substring_regex(
+        text, r"^([0-9]{4})([0-9]{2})([0-9]{2})([0-9]{2})([0-9]{2})([0-9]{2})$", r"\1-\2-\3 \4:\5:\6"
+    )
+    parts = pc.extract_regex(text, _TEMPORAL_RE)
+    shape_ok = _mask(pc.is_valid(parts))
+    empty = {k: "" for k in ("y", "m", "d", "H", "M", "S", "f")}
+    parts = pc.fill_null(parts, pa.scalar(empty, parts.type))
+    y, m, d = (_int_field(parts, k) for k in ("y", "m", "d"))
+    hh, mm, ss = (_int_field(parts, k) for k in ("H", "M", "S"))
+    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    month_days = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+    m_index = np.clip(m - 1, 0, 11)
+    dim = month_days[m_index] + ((m == 2) & leap)
+    ok = shape_ok & (m >= 1) & (m <= 12) & (d >= 1) & (d <= dim) & (hh <= 23) & (mm <= 59) & (ss <= 59)
+    days = days_from_civil(y, m, d)
+    if name == "DATE":
+        return pa.array(days.astype(np.int32), pa.date32(), mask=~ok), ok
+    frac_text = pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=6, padding="0"), 0, 6)
+    micros_frac = pc.cast(frac_text, pa.int64()).to_numpy(zero_copy_only=False)
+    micros = days * 86_400_000_000 + ((hh * 60 + mm) * 60 + ss) * 1_000_000 + micros_frac
+    step = 10 ** (6 - precision)
+    if step > 1:
+        micros = micros - micros % step
+    return pa.array(micros, pa.timestamp("us"), mask=~ok), ok
+
+
+def days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm), vectorized."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    mp = np.where(m > 2, m - 3, m + 9)
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def truncate_datetime(arr, precision: int):
+    """Drop fractional seconds beyond a DATETIME(p) column's precision (timestamp[us] in/out)."""
+    step = 10 ** (6 - precision)
+    if step == 1 or arr.null_count == len(arr):
+        return arr
+    as_int = pc.cast(arr, pa.int64())
+    values = as_int.to_numpy(zero_copy_only=False) if arr.null_count == 0 else pc.fill_null(as_int, 0).to_numpy()
+    if not (values % step).any():
+        return arr
+    mask = None if arr.null_count == 0 else _mask(pc.is_null(arr))
+    return pa.array(values - values % step, pa.timestamp("us"), mask=mask)
+
+
+# Reason codes, in the order a column's checks run.
+_TOO_LONG, _STRICT_BAD, _NULL, _BAD_NOT_NULL = 1, 2, 3, 4
+
+
+def _convert_sources(source: _Source, plan: _SourcePlan, opts: LoadOptions, max_error_rows: int):
+    """Convert every mapped source column; decide the rows to keep and why the others go."""
+    n = source.num_rows
+    reason_col = np.full(n, -1, dtype=np.int32)
+    reason_kind = np.zeros(n, dtype=np.int8)
+    rejected = np.zeros(n, dtype=bool)
+    converted: dict[str, pa.Array] = {}
+
+    def reject(mask: np.ndarray, idx: int, kind: int) -> None:
+        fresh = mask & ~rejected
+        if fresh.any():
+            reason_col[fresh] = idx
+            reason_kind[fresh] = kind
+            rejected[fresh] = True
+
+    for idx, col in enumerate(plan.targets):
+        if col is None:
+            continue
+        text = source.columns[idx]
+        if opts.empty_field_as_null:
+            text = pc.if_else(pc.equal(text, ""), _null_of(pa.string()), text)
+        conv = convert_strings(text, col.type)
+        if conv.too_long is not None:
+            reject(conv.too_long, idx, _TOO_LONG)
+        if conv.bad is not None and opts.strict_mode:
+            reject(conv.bad, idx, _STRICT_BAD)
+        if not col.nullable:
+            if text.null_count:
+                reject(_mask(pc.is_null(text)), idx, _NULL)
+            if conv.bad is not None:
+                reject(conv.bad, idx, _BAD_NOT_NULL)
+        converted[col.name.lower()] = conv.values
+
+    errors: list[RowError] = []
+    if rejected.any():
+        first = np.flatnonzero(rejected)[:max_error_rows].tolist()
+        raws = source.render_rows(first) if source.render_rows else [""] * len(first)
+        for row, raw in zip(first, raws):
+            idx = int(reason_col[row])
+            errors.append(RowError(raw, _reason(int(reason_kind[row]), plan.targets[idx], source.columns[idx][row])))
+    return converted, ~rejected, errors
+
+
+def _reason(kind: int, col: Column, value: pa.Scalar) -> str:
+    text = value.as_py()
+    if kind == _TOO_LONG:
+        raw = text.encode("utf-8")
+        return (
+            f"column({col.name}) the length of input is too long than schema. first 32 bytes of input str: "
+            f"[{raw[:32].decode('utf-8', 'replace')}] schema length: {col.type.length}; actual length: {len(raw)}; "
+        )
+    if kind == _STRICT_BAD:
+        return (
+            f"column({col.name}) value is incorrect while strict mode is true, src value is {text}. "
+            f"can not convert to {col.type.to_desc()}"
+        )
+    if kind == _NULL:
+        return f"column({col.name}) values is null while columns is not nullable"
+    return (
+        f"column({col.name}) values is null while columns is not nullable. "
+        f"src value {text} can not convert to {col.type.to_desc()}"
+    )

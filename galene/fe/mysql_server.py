@@ -1,0 +1,1097 @@
+"""The FE's MySQL-protocol endpoint (port 9030), built on mysql-mimic.
+
+This module owns the wire: login (mysql_native_password against the executor's stored
+hashes, 1045/1049 as Doris sends them), the command loop and its error packets, result-set
+encoding (Doris column types → MySQL types; pyarrow results streamed batch by batch),
+OK packets with affected rows and info, prepared statements (parameters substituted as
+properly escaped SQL literals), COM_INIT_DB and COM_FIELD_LIST. It also defines the boundary
+to SQL execution: `Executor`, `SessionContext`, `StatementResult`, `ResultColumn`.
+
+Session-level statements (SET, SELECT @@var, SHOW VARIABLES, ...) are answered by
+`galene.fe.session_sql`; everything else goes as SQL text to `Executor.execute`.
+
+mysql-mimic is used for its stream framing, handshake, auth plugin and packet helpers; the
+parts of its Connection that are wrong for us are overridden here: OK packets without
+affected rows/info, unescaped prepared-statement parameters, a COM_FIELD_LIST answer packed
+into one packet, failed logins that fall through into the command phase, and result labels
+of its sqlglot-based static query evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import math
+import struct
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from mysql_mimic import context, packets
+from mysql_mimic.auth import (
+    AuthInfo,
+    AuthPlugin,
+    AuthState,
+    IdentityProvider,
+    NativePasswordAuthPlugin,
+    Success,
+    User,
+)
+from mysql_mimic.charset import CharacterSet
+from mysql_mimic.connection import Connection
+from mysql_mimic.constants import DEFAULT_SERVER_CAPABILITIES, KillKind
+from mysql_mimic.control import LocalControl, TooManyConnections
+from mysql_mimic.errors import MysqlError
+from mysql_mimic.prepared import PreparedStatement
+from mysql_mimic.results import ResultColumn as MimicColumn
+from mysql_mimic.server import MysqlServer
+from mysql_mimic.session import BaseSession
+from mysql_mimic.stream import ConnectionClosed, MysqlStream
+from mysql_mimic.types import Capabilities, ColumnDefinition, Commands, ComStmtExecuteFlags, ServerStatus
+from mysql_mimic.types import ColumnType as MysqlType
+from mysql_mimic.types import (
+    read_double,
+    read_float,
+    read_int_1,
+    read_int_2,
+    read_int_4,
+    read_int_8,
+    read_str_len,
+    read_uint_1,
+    read_uint_2,
+    read_uint_4,
+    read_uint_8,
+    str_len,
+    uint_1,
+    uint_2,
+    uint_len,
+)
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
+
+import galene
+from galene.common.errors import ER_ACCESS_DENIED, ER_BAD_DB, ER_UNKNOWN_ERROR, GaleneError
+from galene.common.types import ColumnType, TypeError_, parse_type
+from galene.fe.session_sql import (
+    GlobalVariables,
+    KillConnection,
+    LocalResult,
+    SessionInfo,
+    SessionSql,
+    SessionVariables,
+    UseDatabase,
+    strip_statement,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_VERSION_COMMENT = f"Doris version doris-4.1.0-galene-{galene.__version__} (Galene)"
+
+# Doris does not support query attributes; without them COM_QUERY/COM_STMT_EXECUTE carry
+# plain parameter blocks.
+SERVER_CAPABILITIES = (DEFAULT_SERVER_CAPABILITIES | Capabilities.CLIENT_TRANSACTIONS) & ~(
+    Capabilities.CLIENT_QUERY_ATTRIBUTES
+)
+
+ER_HANDSHAKE = 1043
+ER_UNKNOWN_COMMAND = 1047
+ER_NO_SUCH_THREAD = 1094
+ER_QUERY_INTERRUPTED = 1317
+ER_UNKNOWN_STMT_HANDLER = 1243
+
+_SQLSTATES = {
+    ER_ACCESS_DENIED: b"28000",
+    ER_BAD_DB: b"42000",
+    1046: b"3D000",
+    ER_HANDSHAKE: b"08S01",
+    ER_UNKNOWN_COMMAND: b"08S01",
+    1054: b"42S22",
+    1064: b"42000",
+    1065: b"42000",
+    1231: b"42000",
+    1232: b"42000",
+    ER_QUERY_INTERRUPTED: b"70100",
+}
+
+# Rows per batch when streaming a result: bounds memory and lets other sessions run.
+_ROW_BATCH = 4096
+
+
+# ---------------------------------------------------------------------------------------
+# The executor boundary
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionContext:
+    connection_id: int
+    user: str
+    database: str | None
+    variables: dict[str, Any]  # session variables (lower-case names), e.g. sql_mode, autocommit, group_commit
+
+
+@dataclass
+class ResultColumn:
+    name: str
+    type: ColumnType
+
+
+@dataclass
+class StatementResult:
+    columns: list[ResultColumn] | None = None  # None -> OK packet
+    rows: list[tuple] | pa.Table | None = None
+    affected_rows: int = 0
+    info: str = ""  # e.g. '{"label":"insert_x", "status":"VISIBLE", "txnId":"12"}' for INSERT
+    new_database: str | None = None  # set by USE so the session switches db
+
+
+class Executor(Protocol):
+    async def execute(self, sql: str, ctx: SessionContext) -> StatementResult: ...  # raises GaleneError
+
+    def database_exists(self, name: str) -> bool: ...
+
+    def check_password(self, user: str) -> str | None: ...  # hex SHA1(SHA1(pw)), "" = empty, None = no user
+
+
+# ---------------------------------------------------------------------------------------
+# Session
+# ---------------------------------------------------------------------------------------
+
+
+class GaleneSession(BaseSession):
+    """One client session: its variables, current database, and statement routing."""
+
+    def __init__(self, server: GaleneMysqlServer):
+        self.server = server
+        self.executor = server.executor
+        self.variables = SessionVariables(server.global_variables)
+        self.statements = SessionSql(self.variables)
+        self.username: str | None = None
+        self.database: str | None = None
+        self.connection: GaleneConnection | None = None
+
+    async def init(self, connection: Connection) -> None:
+        assert isinstance(connection, GaleneConnection)
+        self.connection = connection
+
+    async def close(self) -> None:
+        self.connection = None
+
+    async def use(self, database: str) -> None:
+        await self.use_database(database)
+
+    def context(self) -> SessionContext:
+        return SessionContext(
+            connection_id=self.connection.connection_id if self.connection else 0,
+            user=self.username or "",
+            database=self.database,
+            variables=self.variables.values,
+        )
+
+    async def use_database(self, name: str) -> None:
+        if not self.executor.database_exists(name):
+            raise GaleneError(f"errCode = 2, detailMessage = Unknown database '{name}'", ER_BAD_DB)
+        self.database = name
+
+    async def run(self, sql: str) -> StatementResult:
+        """Execute one statement: locally if it is session-level, else through the executor."""
+        info = SessionInfo(
+            user=self.username or "",
+            host=self.connection.client_host if self.connection else "localhost",
+            database=self.database,
+            connection_id=self.connection.connection_id if self.connection else 0,
+        )
+        logger.debug("connection %s: %.200s", info.connection_id, sql)
+        local = self.statements.handle(sql, info)
+        if local is None:
+            result = await self.executor.execute(strip_statement(sql), self.context())
+            if result.new_database is not None:
+                self.database = result.new_database
+            return result
+        if isinstance(local, UseDatabase):
+            await self.use_database(local.database)
+            return StatementResult()
+        if isinstance(local, KillConnection):
+            self.server.kill(local.connection_id, local.query_only)
+            return StatementResult()
+        assert isinstance(local, LocalResult)
+        if local.columns is None:
+            return StatementResult()
+        return StatementResult(columns=[ResultColumn(n, t) for n, t in local.columns], rows=local.rows)
+
+
+# ---------------------------------------------------------------------------------------
+# Connection
+# ---------------------------------------------------------------------------------------
+
+
+class _ExecutorIdentityProvider(IdentityProvider):
+    """Users and their mysql_native_password hashes come from the executor (the catalog)."""
+
+    def __init__(self, executor: Executor):
+        self.executor = executor
+
+    def get_plugins(self) -> list[AuthPlugin]:
+        return [NativePasswordAuthPlugin()]
+
+    async def get_user(self, username: str) -> User | None:
+        stored = self.executor.check_password(username)
+        if stored is None:
+            return None
+        return User(name=username, auth_string=stored, auth_plugin=NativePasswordAuthPlugin.name)
+
+
+class GaleneConnection(Connection):
+    session: GaleneSession
+
+    def __init__(self, *, server: GaleneMysqlServer, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.server = server
+        self.authenticated = False
+        self.busy = False
+        self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT
+        self._placeholders: dict[int, list[tuple[int, int]]] = {}
+        self._param_types: dict[int, list[tuple[int, bool]]] = {}
+
+    # -- charsets -------------------------------------------------------------------------
+    @property
+    def server_charset(self) -> CharacterSet:
+        # Results, column names and messages are always UTF-8, as in Doris.
+        return CharacterSet.utf8mb4
+
+    @property
+    def client_charset(self) -> CharacterSet:
+        name = str(self.session.variables.get("character_set_client") or "utf8mb4")
+        try:
+            return CharacterSet[name]
+        except KeyError:
+            return CharacterSet.utf8mb4
+
+    @property
+    def client_host(self) -> str:
+        peer = self.stream.writer.get_extra_info("peername")
+        return str(peer[0]) if peer else "localhost"
+
+    # -- login ----------------------------------------------------------------------------
+    async def _start(self) -> None:
+        context.connection_id.set(self.connection_id)
+        try:
+            await self.connection_phase()
+        except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError):
+            return
+        except Exception as exc:  # a malformed handshake must not kill the server
+            logger.exception("handshake failed on connection %s", self.connection_id)
+            with contextlib.suppress(Exception):
+                await self.stream.write(self._error_packet(ER_HANDSHAKE, f"Bad handshake: {exc}"))
+            return
+        if not self.authenticated:
+            return
+        await self.session.init(self)
+        try:
+            await self.command_phase()
+        except asyncio.CancelledError:
+            if self._kill != KillKind.CONNECTION:
+                raise
+            self._kill = None
+            with contextlib.suppress(Exception):
+                await self.stream.write(self._error_packet(ER_QUERY_INTERRUPTED, "Session was killed"))
+        finally:
+            await self.session.close()
+
+    async def authenticate(
+        self,
+        username: str,
+        auth_response: bytes,
+        client_plugin_name: str | None,
+        connect_attrs: dict[str, str],
+        auth_state: AuthState | None = None,
+        server_plugin: AuthPlugin | None = None,
+    ) -> None:
+        # Only the capabilities both sides support are in effect.
+        self.capabilities &= self.server_capabilities
+        self.authenticated = False
+        user = await self.identity_provider.get_user(username)
+        if user is None:
+            await self._deny_login(username, bool(auth_response))
+            return
+        plugin = self.identity_provider.get_default_plugin()
+        auth_info = AuthInfo(
+            username=username,
+            data=auth_response,
+            connect_attrs=connect_attrs,
+            user=user,
+            client_plugin_name=client_plugin_name,
+            handshake_auth_data=self.handshake_auth_data,
+            handshake_plugin_name=self.handshake_auth_plugin or plugin.name,
+        )
+        if client_plugin_name in (None, plugin.client_plugin_name):
+            if server_plugin is not None and auth_state is not None and server_plugin.name == plugin.name:
+                decision = await auth_state.asend(auth_info)  # answer to the handshake's nonce
+            else:
+                decision, auth_state = await plugin.start(auth_info)
+        else:
+            # The client answered with another plugin (e.g. caching_sha2_password): switch.
+            decision, auth_state = await plugin.start()
+            if isinstance(decision, bytes):
+                await self.stream.write(
+                    packets.make_auth_switch_request(
+                        server_charset=self.server_charset,
+                        plugin_name=plugin.client_plugin_name or plugin.name,
+                        plugin_provided_data=decision,
+                    )
+                )
+                auth_info = auth_info.copy(await self.stream.read())
+                decision = await auth_state.asend(auth_info)
+        while isinstance(decision, bytes):
+            await self.stream.write(packets.make_auth_more_data(decision))
+            auth_info = auth_info.copy(await self.stream.read())
+            decision = await auth_state.asend(auth_info)
+
+        if not isinstance(decision, Success):
+            await self._deny_login(username, bool(auth_info.data))
+            return
+        database = self.session.database
+        if database and not self.server.executor.database_exists(database):
+            await self.stream.write(self._error_packet(ER_BAD_DB, f"Unknown database '{database}'"))
+            return
+        self.session.username = decision.authenticated_as
+        self.authenticated = True
+        await self.stream.write(self._ok_packet())
+
+    async def _deny_login(self, username: str, used_password: bool) -> None:
+        logger.info("access denied for user '%s' from %s", username, self.client_host)
+        message = (
+            f"Access denied for user '{username}'@'{self.client_host}' "
+            f"(using password: {'YES' if used_password else 'NO'})"
+        )
+        await self.stream.write(self._error_packet(ER_ACCESS_DENIED, message))
+
+    # -- command loop ---------------------------------------------------------------------
+    async def command_phase(self) -> None:
+        handlers = {
+            Commands.COM_QUERY: self.handle_query,
+            Commands.COM_STMT_PREPARE: self.handle_stmt_prepare,
+            Commands.COM_STMT_SEND_LONG_DATA: self.handle_stmt_send_long_data,
+            Commands.COM_STMT_EXECUTE: self.handle_stmt_execute,
+            Commands.COM_STMT_FETCH: self.handle_stmt_fetch,
+            Commands.COM_STMT_RESET: self.handle_stmt_reset,
+            Commands.COM_STMT_CLOSE: self.handle_stmt_close,
+            Commands.COM_PING: self.handle_ping,
+            Commands.COM_CHANGE_USER: self.handle_change_user,
+            Commands.COM_RESET_CONNECTION: self.handle_reset_connection,
+            Commands.COM_DEBUG: self.handle_debug,
+            Commands.COM_INIT_DB: self.handle_init_db,
+            Commands.COM_FIELD_LIST: self.handle_field_list,
+        }
+        while True:
+            try:
+                data = await self.stream.read()
+            except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError, MysqlError):
+                return
+            if not data or data[0] == Commands.COM_QUIT:
+                return
+            handler = handlers.get(data[0])
+            self.busy = True
+            try:
+                self._refresh_status()
+                if handler is None:
+                    raise GaleneError(f"Unknown command: {hex(data[0])}", ER_UNKNOWN_COMMAND)
+                await handler(data[1:])
+            except asyncio.CancelledError:
+                if self._kill != KillKind.QUERY:
+                    raise
+                self._kill = None
+                if self._task is not None:
+                    self._task.uncancel()
+                await self.stream.write(self._error_packet(ER_QUERY_INTERRUPTED, "Query execution was interrupted"))
+            except (ConnectionClosed, ConnectionError):
+                return
+            except Exception as exc:
+                await self.stream.write(self._error_for(exc))
+            finally:
+                self.busy = False
+                self.stream.reset_seq()
+
+    def kill(self, kind: KillKind = KillKind.CONNECTION) -> None:
+        # KILL QUERY only interrupts a running statement; an idle session has none.
+        if kind == KillKind.QUERY and not self.busy:
+            return
+        super().kill(kind)
+
+    def _refresh_status(self) -> None:
+        autocommit = bool(self.session.variables.get("autocommit", 1))
+        self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT if autocommit else ServerStatus(0)
+
+    # -- COM_QUERY / COM_INIT_DB / COM_FIELD_LIST -------------------------------------------
+    async def handle_query(self, data: bytes) -> None:
+        sql = packets.parse_com_query(
+            capabilities=self.capabilities, client_charset=self.client_charset, data=data
+        ).sql
+        result = await self.session.run(sql)
+        self._refresh_status()
+        await self._write_result(result, binary=False)
+
+    async def handle_init_db(self, data: bytes) -> None:
+        await self.session.use_database(self.client_charset.decode(data))
+        await self.stream.write(self._ok_packet())
+
+    async def handle_field_list(self, data: bytes) -> None:
+        request = packets.parse_com_field_list(self.client_charset, data)
+        table = request.table
+        quoted = "`" + table.replace("`", "``") + "`"
+        result = await self.session.executor.execute(f"SHOW FULL COLUMNS FROM {quoted}", self.session.context())
+        names = [c.name.lower() for c in result.columns or []]
+        try:
+            field_i, type_i = names.index("field"), names.index("type")
+        except ValueError:
+            raise GaleneError(f"SHOW FULL COLUMNS FROM {quoted} returned no Field/Type columns") from None
+        default_i = names.index("default") if "default" in names else None
+        null_i = names.index("null") if "null" in names else None
+        definitions = []
+        for row in _materialize_rows(result.rows):
+            try:
+                ctype = parse_type(str(row[type_i]))
+            except TypeError_:
+                ctype = ColumnType(name="STRING")
+            spec = mysql_column_spec(ctype)
+            flags = spec.flags
+            if null_i is not None and str(row[null_i]).upper() == "NO":
+                flags |= ColumnDefinition.NOT_NULL_FLAG
+            default = row[default_i] if default_i is not None else None
+            definitions.append(
+                packets.make_column_definition_41(
+                    server_charset=self.server_charset,
+                    schema=self.session.database,
+                    table=table,
+                    name=str(row[field_i]),
+                    character_set=spec.charset,
+                    column_length=spec.length,
+                    column_type=spec.mysql_type,
+                    flags=flags,
+                    decimals=spec.decimals,
+                    is_com_field_list=True,
+                    default=None if default is None else str(default),
+                )
+            )
+        # One packet per column, then EOF.
+        self.stream.write_many(definitions)
+        await self.stream.write(self.ok_or_eof())
+
+    # -- prepared statements ----------------------------------------------------------------
+    async def handle_stmt_prepare(self, data: bytes) -> None:
+        sql = self.client_charset.decode(data)
+        placeholders = placeholder_spans(sql)
+        stmt = PreparedStatement(stmt_id=next(self.prepared_stmt_seq), sql=sql, num_params=len(placeholders))
+        self.prepared_stmts[stmt.stmt_id] = stmt
+        self._placeholders[stmt.stmt_id] = placeholders
+        response = [packets.make_com_stmt_prepare_ok(stmt)]
+        if stmt.num_params:
+            response.extend(
+                packets.make_column_definition_41(server_charset=self.server_charset, name="?")
+                for _ in range(stmt.num_params)
+            )
+            if not self.deprecate_eof():
+                response.append(self.eof())
+        self.stream.write_many(response)
+        await self.stream.drain()
+
+    async def handle_stmt_execute(self, data: bytes) -> None:
+        reader = io.BytesIO(data)
+        stmt = self.get_stmt(read_uint_4(reader))
+        flags = ComStmtExecuteFlags(read_uint_1(reader))
+        use_cursor = bool(
+            flags
+            & (
+                ComStmtExecuteFlags.CURSOR_TYPE_READ_ONLY
+                | ComStmtExecuteFlags.CURSOR_TYPE_FOR_UPDATE
+                | ComStmtExecuteFlags.CURSOR_TYPE_SCROLLABLE
+            )
+        )
+        read_uint_4(reader)  # iteration count, always 1
+        params = self._read_stmt_params(reader, stmt)
+        stmt.param_buffers = None
+        sql = substitute_parameters(stmt.sql, self._placeholders.get(stmt.stmt_id, []), params)
+        result = await self.session.run(sql)
+        self._refresh_status()
+        if use_cursor and result.columns is not None:
+            self.stream.write_many(self._result_header(result.columns, with_eof=False))
+            stmt.cursor = self._binary_row_packets(result)
+            await self.stream.write(self.ok_or_eof(flags=ServerStatus.SERVER_STATUS_CURSOR_EXISTS))
+            return
+        await self._write_result(result, binary=True)
+
+    async def handle_stmt_close(self, data: bytes) -> None:
+        stmt_id = struct.unpack_from("<I", data)[0]
+        self.prepared_stmts.pop(stmt_id, None)
+        self._placeholders.pop(stmt_id, None)
+        self._param_types.pop(stmt_id, None)
+
+    def get_stmt(self, stmt_id: int) -> PreparedStatement:
+        stmt = self.prepared_stmts.get(stmt_id)
+        if stmt is None:
+            raise GaleneError(f"Unknown prepared statement handler ({stmt_id}) given to EXECUTE", ER_UNKNOWN_STMT_HANDLER)
+        return stmt
+
+    def _read_stmt_params(self, reader: io.BytesIO, stmt: PreparedStatement) -> list[Any]:
+        count = stmt.num_params
+        if not count:
+            return []
+        null_bitmap = reader.read((count + 7) // 8)
+        if read_uint_1(reader):  # new-params-bound flag: types follow
+            types = []
+            for _ in range(count):
+                type_code = read_uint_1(reader)
+                types.append((type_code, bool(read_uint_1(reader) & 0x80)))
+            self._param_types[stmt.stmt_id] = types
+        else:
+            types = self._param_types.get(stmt.stmt_id, [])
+            if len(types) != count:
+                raise GaleneError("Prepared statement executed without parameter types")
+        values: list[Any] = []
+        for i, (type_code, unsigned) in enumerate(types):
+            if null_bitmap[i // 8] & (1 << (i % 8)):
+                values.append(None)
+            elif stmt.param_buffers and i in stmt.param_buffers:
+                values.append(_long_data_value(bytes(stmt.param_buffers[i]), type_code, self.client_charset))
+            else:
+                values.append(_read_param_value(reader, type_code, unsigned, self.client_charset))
+        return values
+
+    # -- result encoding ------------------------------------------------------------------
+    def _ok_packet(self, affected_rows: int = 0, info: str = "") -> bytes:
+        parts = [uint_1(0), uint_len(affected_rows), uint_len(0)]
+        if Capabilities.CLIENT_PROTOCOL_41 in self.capabilities:
+            parts += [uint_2(self.status_flags), uint_2(0)]
+        elif Capabilities.CLIENT_TRANSACTIONS in self.capabilities:
+            parts.append(uint_2(self.status_flags))
+        if info:
+            parts.append(info.encode("utf-8"))
+        return b"".join(parts)
+
+    def _error_packet(self, code: int, message: str) -> bytes:
+        parts = [uint_1(0xFF), uint_2(code)]
+        if Capabilities.CLIENT_PROTOCOL_41 in self.capabilities or not self.capabilities:
+            parts.append(b"#" + _SQLSTATES.get(code, b"HY000"))
+        parts.append(message.encode("utf-8"))
+        return b"".join(parts)
+
+    def _error_for(self, exc: BaseException) -> bytes:
+        if isinstance(exc, GaleneError):
+            return self._error_packet(exc.code, exc.mysql_text())
+        if isinstance(exc, MysqlError):
+            return self._error_packet(int(exc.code), str(exc.msg))
+        logger.exception("statement failed on connection %s", self.connection_id, exc_info=exc)
+        return self._error_packet(ER_UNKNOWN_ERROR, f"errCode = 2, detailMessage = {exc}")
+
+    def _result_header(self, columns: list[ResultColumn], with_eof: bool) -> list[bytes]:
+        header = [packets.make_column_count(capabilities=self.capabilities, column_count=len(columns))]
+        for column in columns:
+            spec = mysql_column_spec(column.type)
+            header.append(
+                packets.make_column_definition_41(
+                    server_charset=self.server_charset,
+                    name=column.name,
+                    character_set=spec.charset,
+                    column_length=spec.length,
+                    column_type=spec.mysql_type,
+                    flags=spec.flags,
+                    decimals=spec.decimals,
+                )
+            )
+        if with_eof and not self.deprecate_eof():
+            header.append(self.eof())
+        return header
+
+    async def _write_result(self, result: StatementResult, binary: bool) -> None:
+        if result.columns is None:
+            await self.stream.write(self._ok_packet(result.affected_rows, result.info))
+            return
+        self.stream.write_many(self._result_header(result.columns, with_eof=True))
+        if binary:
+            async for packet in self._binary_row_packets(result):
+                await self.stream.write(packet, drain=False)
+        else:
+            text_columns = [MimicColumn(c.name, MysqlType.VAR_STRING) for c in result.columns]
+            for rows in text_row_batches(result):
+                self.stream.write_text_rows(rows, text_columns)
+                await self.stream.drain()
+        await self.stream.write(self.ok_or_eof(), drain=False)
+        await self.stream.drain()
+
+    async def _binary_row_packets(self, result: StatementResult) -> AsyncIterator[bytes]:
+        columns = [_binary_column(c) for c in result.columns or []]
+        for rows in python_row_batches(result):
+            for row in rows:
+                yield packets.make_binary_resultrow(row, columns)
+            await asyncio.sleep(0)
+
+
+# ---------------------------------------------------------------------------------------
+# Server
+# ---------------------------------------------------------------------------------------
+
+
+class _Control(LocalControl):
+    """Connection registry with small sequential connection ids, as Doris hands out."""
+
+    def __init__(self) -> None:
+        super().__init__(server_id=1)
+        self._next_id = 0
+
+    def _new_connection_id(self) -> int:
+        if len(self._connections) >= self._MAX_CONNECTION_SEQ:
+            raise TooManyConnections()
+        self._next_id += 1
+        while self._next_id in self._connections:
+            self._next_id += 1
+        return self._next_id
+
+    def get(self, connection_id: int) -> Connection | None:
+        return self._connections.get(connection_id)
+
+    def connections(self) -> list[Connection]:
+        return list(self._connections.values())
+
+
+class GaleneMysqlServer(MysqlServer):
+    """The MySQL endpoint: `await start()`, `port`, `await stop()`."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        host: str = "127.0.0.1",
+        port: int = 9030,
+        version: str = galene.DORIS_COMPAT_VERSION,
+        version_comment: str = DEFAULT_VERSION_COMMENT,
+    ):
+        self.executor = executor
+        self.host = host
+        self._requested_port = port
+        self.global_variables = GlobalVariables(version=version, version_comment=version_comment)
+        self.galene_control = _Control()
+        super().__init__(
+            capabilities=SERVER_CAPABILITIES,
+            control=self.galene_control,
+            identity_provider=_ExecutorIdentityProvider(executor),
+        )
+        self._connection_tasks: set[asyncio.Task] = set()
+
+    @property
+    def port(self) -> int:
+        sockets = self.sockets()
+        return sockets[0].getsockname()[1] if sockets else self._requested_port
+
+    async def start(self) -> None:
+        await self.start_server(host=self.host, port=self._requested_port)
+        logger.info("MySQL endpoint listening on %s:%s", self.host, self.port)
+
+    async def stop(self) -> None:
+        self.close()
+        for connection in self.galene_control.connections():
+            connection.kill(KillKind.CONNECTION)
+        if self._connection_tasks:
+            await asyncio.wait(list(self._connection_tasks), timeout=5)
+        await self.wait_closed()
+
+    def kill(self, connection_id: int, query_only: bool) -> None:
+        connection = self.galene_control.get(connection_id)
+        if connection is None:
+            raise GaleneError(f"Unknown thread id: {connection_id}", ER_NO_SUCH_THREAD)
+        connection.kill(KillKind.QUERY if query_only else KillKind.CONNECTION)
+
+    async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connection_tasks.add(task)
+        connection = GaleneConnection(
+            server=self,
+            stream=MysqlStream(reader, writer),
+            session=GaleneSession(self),
+            control=self.galene_control,
+            identity_provider=self.identity_provider,
+            server_capabilities=self.capabilities,
+        )
+        connection_id = None
+        try:
+            connection_id = await self.galene_control.add(connection)
+            connection.connection_id = connection_id
+            await connection.start()
+        except TooManyConnections:
+            with contextlib.suppress(Exception):
+                await connection.stream.write(connection._error_packet(1040, "Too many connections"))
+        except (asyncio.CancelledError, ConnectionError):
+            pass
+        except Exception:
+            logger.exception("connection %s failed", connection_id)
+        finally:
+            writer.close()
+            if connection_id is not None:
+                await self.galene_control.remove(connection_id)
+            if task is not None:
+                self._connection_tasks.discard(task)
+
+
+# ---------------------------------------------------------------------------------------
+# Type mapping and value encoding
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MysqlColumnSpec:
+    mysql_type: MysqlType
+    length: int
+    decimals: int
+    flags: ColumnDefinition
+    charset: CharacterSet
+
+
+_NUM = ColumnDefinition.NUM_FLAG | ColumnDefinition.BINARY_FLAG
+_NOT_FIXED_DECIMALS = 31  # MySQL's marker for "floating point, no fixed scale"
+
+
+def mysql_column_spec(ctype: ColumnType) -> MysqlColumnSpec:
+    """The MySQL column definition for a Doris type (mirrors Doris' PrimitiveType.toMysqlType)."""
+    n = ctype.name
+    binary, text = CharacterSet.binary, CharacterSet.utf8mb4
+    if n == "BOOLEAN":
+        return MysqlColumnSpec(MysqlType.TINY, 1, 0, _NUM, binary)
+    if n == "TINYINT":
+        return MysqlColumnSpec(MysqlType.TINY, 4, 0, _NUM, binary)
+    if n == "SMALLINT":
+        return MysqlColumnSpec(MysqlType.SHORT, 6, 0, _NUM, binary)
+    if n == "INT":
+        return MysqlColumnSpec(MysqlType.LONG, 11, 0, _NUM, binary)
+    if n == "BIGINT":
+        return MysqlColumnSpec(MysqlType.LONGLONG, 20, 0, _NUM, binary)
+    if n == "LARGEINT":
+        # Doris sends LARGEINT as a string column: no MySQL integer type holds 128 bits.
+        return MysqlColumnSpec(MysqlType.STRING, 40 * 4, 0, ColumnDefinition(0), text)
+    if n == "FLOAT":
+        return MysqlColumnSpec(MysqlType.FLOAT, 12, _NOT_FIXED_DECIMALS, _NUM, binary)
+    if n == "DOUBLE":
+        return MysqlColumnSpec(MysqlType.DOUBLE, 22, _NOT_FIXED_DECIMALS, _NUM, binary)
+    if n == "DECIMAL":
+        length = ctype.precision + (1 if ctype.scale else 0) + 1
+        return MysqlColumnSpec(MysqlType.NEWDECIMAL, length, ctype.scale, _NUM, binary)
+    if n == "DATE":
+        return MysqlColumnSpec(MysqlType.DATE, 10, 0, ColumnDefinition.BINARY_FLAG, binary)
+    if n == "DATETIME":
+        length = 19 + (ctype.precision + 1 if ctype.precision else 0)
+        return MysqlColumnSpec(MysqlType.DATETIME, length, ctype.precision, ColumnDefinition.BINARY_FLAG, binary)
+    if n in ("CHAR", "VARCHAR"):
+        return MysqlColumnSpec(MysqlType.VAR_STRING, max(ctype.length, 1) * 4, 0, ColumnDefinition(0), text)
+    return MysqlColumnSpec(MysqlType.VAR_STRING, 65533 * 4, 0, ColumnDefinition(0), text)
+
+
+def _materialize_rows(rows: list[tuple] | pa.Table | None) -> Iterator[tuple]:
+    if rows is None:
+        return iter(())
+    if isinstance(rows, pa.Table):
+        return (row for batch in python_row_batches(StatementResult(columns=[], rows=rows)) for row in batch)
+    return iter(rows)
+
+
+def python_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
+    """Rows as Python values, in bounded batches (pyarrow results converted column by column)."""
+    rows = result.rows
+    if rows is None:
+        return
+    if isinstance(rows, pa.Table):
+        for batch in rows.to_batches(max_chunksize=_ROW_BATCH):
+            yield list(zip(*(column.to_pylist() for column in batch.columns)))
+        return
+    for start in range(0, len(rows), _ROW_BATCH):
+        yield list(rows[start : start + _ROW_BATCH])
+
+
+def text_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
+    """Rows as text-protocol values (str/bytes/None), in bounded batches."""
+    columns = result.columns or []
+    rows = result.rows
+    if rows is None:
+        return
+    if isinstance(rows, pa.Table):
+        if rows.num_columns != len(columns):
+            raise GaleneError(f"Result has {rows.num_columns} columns but {len(columns)} column definitions")
+        for batch in rows.to_batches(max_chunksize=_ROW_BATCH):
+            texts = [arrow_text(batch.column(i), columns[i].type).to_pylist() for i in range(len(columns))]
+            yield list(zip(*texts))
+        return
+    types = [c.type for c in columns]
+    for start in range(0, len(rows), _ROW_BATCH):
+        yield [tuple(python_text(v, t) for v, t in zip(row, types)) for row in rows[start : start + _ROW_BATCH]]
+
+
+def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
+    """Vectorized MySQL text rendering of one Arrow column (nulls stay null)."""
+    t = array.type
+    if pa.types.is_dictionary(t):
+        return arrow_text(array.dictionary_decode(), ctype)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return array
+    if pa.types.is_null(t):
+        return pa.nulls(len(array), pa.string())
+    if pa.types.is_boolean(t):
+        return pc.cast(pc.cast(array, pa.int8()), pa.string())
+    if pa.types.is_timestamp(t):
+        naive = array.cast(pa.timestamp(t.unit)) if t.tz else array
+        precision = ctype.precision if ctype.name == "DATETIME" else 0
+        if precision == 0:
+            return pc.cast(naive.cast(pa.timestamp("s"), safe=False), pa.string())
+        full = pc.cast(naive.cast(pa.timestamp("us"), safe=False), pa.string())
+        return pc.utf8_slice_codeunits(full, 0, 20 + precision)
+    if (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+    ):
+        return pc.cast(array, pa.string())
+    # Nested types (ARRAY/MAP/STRUCT): JSON text, value by value.
+    return pa.array([python_text(v, ctype) for v in array.to_pylist()], pa.string())
+
+
+def python_text(value: Any, ctype: ColumnType) -> str | bytes | None:
+    """MySQL text rendering of one Python value."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, datetime):
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        precision = ctype.precision if ctype.name == "DATETIME" else (6 if value.microsecond else 0)
+        return text + "." + f"{value.microsecond:06d}"[:precision] if precision else text
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        if ctype.name == "DECIMAL" and value.is_finite():
+            value = value.quantize(Decimal(1).scaleb(-ctype.scale))
+        return format(value, "f")
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
+_LENENC_TEXT_TYPE = ColumnType(name="STRING")
+
+
+def _encode_lenenc_text(column: MimicColumn, value: Any) -> bytes:
+    text = python_text(value, _LENENC_TEXT_TYPE)
+    return str_len(text if isinstance(text, bytes) else str(text).encode("utf-8"))
+
+
+def _date_encoder(precision: int) -> Any:
+    """Binary DATE/DATETIME encoder that keeps `precision` fractional digits, as the text protocol does."""
+    step = 10 ** (6 - precision)
+
+    def encode(column: MimicColumn, value: Any) -> bytes:
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        parts = [value.year.to_bytes(2, "little"), bytes([value.month, value.day])]
+        if isinstance(value, datetime):
+            micro = value.microsecond // step * step
+            if micro:
+                parts += [bytes([value.hour, value.minute, value.second]), micro.to_bytes(4, "little")]
+            elif value.hour or value.minute or value.second:
+                parts.append(bytes([value.hour, value.minute, value.second]))
+        body = b"".join(parts)
+        return bytes([len(body)]) + body
+
+    return encode
+
+
+def _packer(fmt: str, convert: Any) -> Any:
+    packer = struct.Struct(fmt)
+    return lambda column, value: packer.pack(convert(value))
+
+
+_BINARY_ENCODERS = {
+    MysqlType.TINY: _packer("<b", int),
+    MysqlType.SHORT: _packer("<h", int),
+    MysqlType.LONG: _packer("<i", int),
+    MysqlType.LONGLONG: _packer("<q", int),
+    MysqlType.FLOAT: _packer("<f", float),
+    MysqlType.DOUBLE: _packer("<d", float),
+}
+
+
+def _decimal_encoder(ctype: ColumnType) -> Any:
+    def encode(column: MimicColumn, value: Any) -> bytes:
+        text = python_text(value, ctype)
+        return str_len(text if isinstance(text, bytes) else text.encode("ascii"))
+
+    return encode
+
+
+def _binary_column(column: ResultColumn) -> MimicColumn:
+    """A mysql-mimic column whose binary-protocol encoder matches the declared Doris type."""
+    spec = mysql_column_spec(column.type)
+    if spec.mysql_type == MysqlType.NEWDECIMAL:
+        encoder = _decimal_encoder(column.type)
+    elif spec.mysql_type in (MysqlType.DATE, MysqlType.DATETIME):
+        encoder = _date_encoder(column.type.precision if column.type.name == "DATETIME" else 0)
+    else:
+        encoder = _BINARY_ENCODERS.get(spec.mysql_type, _encode_lenenc_text)
+    return MimicColumn(column.name, spec.mysql_type, binary_encoder=encoder)
+
+
+# ---------------------------------------------------------------------------------------
+# Prepared-statement parameters
+# ---------------------------------------------------------------------------------------
+
+_MYSQL = MySQL()
+
+_STRING_PARAM_TYPES = {
+    MysqlType.VARCHAR,
+    MysqlType.VAR_STRING,
+    MysqlType.STRING,
+    MysqlType.ENUM,
+    MysqlType.SET,
+    MysqlType.JSON,
+    MysqlType.BIT,
+}
+_BLOB_PARAM_TYPES = {MysqlType.TINY_BLOB, MysqlType.MEDIUM_BLOB, MysqlType.LONG_BLOB, MysqlType.BLOB}
+_DECIMAL_PARAM_TYPES = {MysqlType.DECIMAL, MysqlType.NEWDECIMAL}
+
+
+def placeholder_spans(sql: str) -> list[tuple[int, int]]:
+    """(start, end) of each `?` placeholder, found by the sqlglot tokenizer (quotes/comments aware)."""
+    try:
+        tokens = _MYSQL.tokenize(sql)
+    except SqlglotError as exc:
+        raise GaleneError(f"Syntax error in prepared statement: {exc}") from None
+    return [(t.start, t.end + 1) for t in tokens if t.token_type == TokenType.PLACEHOLDER]
+
+
+def substitute_parameters(sql: str, spans: list[tuple[int, int]], params: list[Any]) -> str:
+    if len(spans) != len(params):
+        raise GaleneError(f"Prepared statement expects {len(spans)} parameters, got {len(params)}")
+    pieces = []
+    previous = 0
+    for (start, end), value in zip(spans, params):
+        pieces.append(sql[previous:start])
+        pieces.append(sql_literal(value))
+        previous = end
+    pieces.append(sql[previous:])
+    return "".join(pieces)
+
+
+def quote_string(value: str) -> str:
+    """A MySQL/Doris single-quoted string literal that reads back as exactly `value`."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''").replace("\0", "\\0") + "'"
+
+
+def sql_literal(value: Any) -> str:
+    """A prepared-statement parameter as an SQL literal."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise GaleneError(f"Unsupported parameter value: {value}")
+        return repr(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, str):
+        return quote_string(value)
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return quote_string(bytes(value).decode("utf-8"))
+        except UnicodeDecodeError:
+            return "X'" + bytes(value).hex() + "'"
+    if isinstance(value, datetime):
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return quote_string(text + (f".{value.microsecond:06d}" if value.microsecond else ""))
+    if isinstance(value, date):
+        return quote_string(value.isoformat())
+    if isinstance(value, timedelta):
+        return quote_string(_format_time(value))
+    return quote_string(str(value))
+
+
+def _format_time(value: timedelta) -> str:
+    sign = "-" if value < timedelta(0) else ""
+    value = abs(value)
+    hours, rest = divmod(value.days * 86400 + value.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
+    return text + (f".{value.microseconds:06d}" if value.microseconds else "")
+
+
+def _read_param_value(reader: io.BytesIO, type_code: int, unsigned: bool, charset: CharacterSet) -> Any:
+    if type_code in _STRING_PARAM_TYPES:
+        return charset.decode(read_str_len(reader))
+    if type_code in _BLOB_PARAM_TYPES:
+        return read_str_len(reader)
+    if type_code in _DECIMAL_PARAM_TYPES:
+        return Decimal(read_str_len(reader).decode("ascii"))
+    if type_code == MysqlType.TINY:
+        return read_uint_1(reader) if unsigned else read_int_1(reader)
+    if type_code in (MysqlType.SHORT, MysqlType.YEAR):
+        return read_uint_2(reader) if unsigned else read_int_2(reader)
+    if type_code in (MysqlType.LONG, MysqlType.INT24):
+        return read_uint_4(reader) if unsigned else read_int_4(reader)
+    if type_code == MysqlType.LONGLONG:
+        return read_uint_8(reader) if unsigned else read_int_8(reader)
+    if type_code == MysqlType.FLOAT:
+        return read_float(reader)
+    if type_code == MysqlType.DOUBLE:
+        return read_double(reader)
+    if type_code == MysqlType.NULL:
+        return None
+    if type_code in (MysqlType.DATE, MysqlType.DATETIME, MysqlType.TIMESTAMP):
+        return _read_binary_datetime(reader, as_date=type_code == MysqlType.DATE)
+    if type_code == MysqlType.TIME:
+        return _read_binary_time(reader)
+    raise GaleneError(f"Unsupported parameter type: {type_code}")
+
+
+def _long_data_value(data: bytes, type_code: int, charset: CharacterSet) -> Any:
+    if type_code in _BLOB_PARAM_TYPES:
+        return data
+    if type_code in _DECIMAL_PARAM_TYPES:
+        return Decimal(data.decode("ascii"))
+    return charset.decode(data)
+
+
+def _read_binary_datetime(reader: io.BytesIO, as_date: bool) -> date | datetime | str:
+    length = read_uint_1(reader)
+    if length == 0:
+        return "0000-00-00" if as_date else "0000-00-00 00:00:00"
+    year, month, day = read_uint_2(reader), read_uint_1(reader), read_uint_1(reader)
+    hour = minute = second = micro = 0
+    if length >= 7:
+        hour, minute, second = read_uint_1(reader), read_uint_1(reader), read_uint_1(reader)
+    if length >= 11:
+        micro = read_uint_4(reader)
+    if as_date:
+        return date(year, month, day)
+    return datetime(year, month, day, hour, minute, second, micro)
+
+
+def _read_binary_time(reader: io.BytesIO) -> timedelta:
+    length = read_uint_1(reader)
+    if length == 0:
+        return timedelta(0)
+    negative = read_uint_1(reader)
+    days = read_uint_4(reader)
+    hour, minute, second = read_uint_1(reader), read_uint_1(reader), read_uint_1(reader)
+    micro = read_uint_4(reader) if length >= 12 else 0
+    value = timedelta(days=days, hours=hour, minutes=minute, seconds=second, microseconds=micro)
+    return -value if negative else value

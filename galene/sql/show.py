@@ -1,0 +1,184 @@
+"""Rendering table metadata the way Doris shows it: SHOW CREATE TABLE, DESC, SHOW COLUMNS.
+
+Owns the text layout of SHOW CREATE TABLE (keys on their own line — dbt looks for
+"\\nUNIQUE KEY(" — partitions, distribution, properties) and the rows of DESC [ALL] and
+SHOW [FULL] COLUMNS. The SHOW CREATE TABLE text parses back, with the Galene dialect and
+`galene.sql.ddl.table_from_create`, into the same table definition. Hidden columns (the
+delete sign) are never shown.
+"""
+
+from __future__ import annotations
+
+from galene.catalog.model import Column, Partition, Table
+from galene.sql.ddl import bound_sort_key
+
+_KEYS_SQL = {"DUP_KEYS": "DUPLICATE KEY", "UNIQUE_KEYS": "UNIQUE KEY", "AGG_KEYS": "AGGREGATE KEY"}
+# Defaults Doris prints unquoted because they are functions, not literals.
+_FUNCTION_DEFAULTS = ("CURRENT_TIMESTAMP", "CURRENT_DATE")
+
+DESC_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+DESC_ALL_COLUMNS = [
+    "IndexName",
+    "IndexKeysType",
+    "Field",
+    "Type",
+    "InternalType",
+    "Null",
+    "Key",
+    "Default",
+    "Extra",
+    "Visible",
+    "DefineExpr",
+    "WhereClause",
+]
+SHOW_COLUMNS_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+SHOW_FULL_COLUMNS_COLUMNS = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(value: str, quote: str = '"') -> str:
+    """A string literal the MySQL/Doris tokenizer reads back to `value`."""
+    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return quote + escaped + quote
+
+
+def _default_sql(default: str) -> str:
+    if default.upper().startswith(_FUNCTION_DEFAULTS):
+        return default
+    return quote_string(default)
+
+
+def _column_sql(c: Column) -> str:
+    parts = [quote_ident(c.name), c.type.to_sql()]
+    if c.aggregation:
+        parts.append(c.aggregation)
+    parts.append("NULL" if c.nullable else "NOT NULL")
+    if c.default is not None:
+        parts.append(f"DEFAULT {_default_sql(c.default)}")
+    parts.append(f"COMMENT {quote_string(c.comment)}")
+    return "  " + " ".join(parts)
+
+
+def _values_sql(values: list[str]) -> str:
+    return "(" + ", ".join("MAXVALUE" if v == "MAXVALUE" else quote_string(v) for v in values) + ")"
+
+
+def _range_partition_sql(p: Partition) -> str:
+    upper = "(MAXVALUE)" if p.range_upper is None else _values_sql(p.range_upper)
+    if p.range_lower is None:
+        # The lowest partition: LESS THAN reads back with an unbounded lower end.
+        return f"PARTITION {quote_ident(p.name)} VALUES LESS THAN {upper}"
+    return f"PARTITION {quote_ident(p.name)} VALUES [{_values_sql(p.range_lower)}, {upper})"
+
+
+def _list_partition_sql(p: Partition, n_columns: int) -> str:
+    if n_columns == 1:
+        items = ", ".join(quote_string(item[0]) for item in p.list_values)
+    else:
+        items = ", ".join(_values_sql(item) for item in p.list_values)
+    return f"PARTITION {quote_ident(p.name)} VALUES IN ({items})"
+
+
+def _partition_order(table: Table) -> list[Partition]:
+    if table.partition_type != "RANGE":
+        return list(table.partitions)
+    # Printed lowest range first so the unbounded-below partition precedes the rest.
+    columns = [table.column(n) for n in table.partition_columns]
+    return sorted(table.partitions, key=lambda p: bound_sort_key(p.range_lower, columns, False))
+
+
+def show_create_table(table: Table, db_name: str | None = None) -> str:
+    """The SHOW CREATE TABLE text. Doris prints the bare table name; `db_name` is not part
+    of the text and is accepted so callers need not special-case it."""
+    lines = [f"CREATE TABLE {quote_ident(table.name)} ("]
+    columns = [_column_sql(c) for c in table.visible_columns()]
+    lines.append(",\n".join(columns))
+    lines.append(") ENGINE=OLAP")
+    lines.append(f"{_KEYS_SQL[table.keys_type]}({', '.join(quote_ident(k) for k in table.key_columns)})")
+    lines.append("COMMENT " + quote_string(table.comment or "OLAP", "'"))
+    if table.partition_type != "UNPARTITIONED":
+        cols = ", ".join(quote_ident(c) for c in table.partition_columns)
+        lines.append(f"PARTITION BY {table.partition_type}({cols})")
+        if table.partition_type == "RANGE":
+            parts = [_range_partition_sql(p) for p in _partition_order(table)]
+        else:
+            parts = [_list_partition_sql(p, len(table.partition_columns)) for p in table.partitions]
+        lines.append("(" + ",\n".join(parts) + ")")
+    buckets = "AUTO" if table.buckets_auto else str(table.buckets)
+    if table.distribution_type == "HASH":
+        cols = ", ".join(quote_ident(c) for c in table.distribution_columns)
+        lines.append(f"DISTRIBUTED BY HASH({cols}) BUCKETS {buckets}")
+    else:
+        lines.append(f"DISTRIBUTED BY RANDOM BUCKETS {buckets}")
+    if table.properties:
+        props = ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties.items())
+        lines.append(f"PROPERTIES (\n{props}\n);")
+    else:
+        lines[-1] += ";"
+    return "\n".join(lines)
+
+
+def _extra(c: Column) -> str:
+    return c.aggregation or ""
+
+
+def desc_rows(table: Table, all: bool = False) -> list[list]:
+    """Rows of DESC t (DESC_COLUMNS) or DESC t ALL (DESC_ALL_COLUMNS)."""
+    rows: list[list] = []
+    for i, c in enumerate(table.visible_columns()):
+        null = "Yes" if c.nullable else "No"
+        key = "true" if c.is_key else "false"
+        if not all:
+            rows.append([c.name, c.type.to_desc(), null, key, c.default, _extra(c)])
+        else:
+            index_name, keys_type = (table.name, table.keys_type) if i == 0 else ("", "")
+            rows.append(
+                [
+                    index_name,
+                    keys_type,
+                    c.name,
+                    c.type.to_desc(),
+                    _internal_type(c),
+                    null,
+                    key,
+                    c.default,
+                    _extra(c),
+                    "true",
+                    "",
+                    "",
+                ]
+            )
+    return rows
+
+
+def describe(table: Table, all: bool = False) -> tuple[list[str], list[list]]:
+    """(column names, rows) of DESC t [ALL]."""
+    return (DESC_ALL_COLUMNS if all else DESC_COLUMNS), desc_rows(table, all)
+
+
+def _internal_type(c: Column) -> str:
+    t = c.type
+    if t.name == "DATE":
+        return "DATEV2"
+    if t.name == "DATETIME":
+        return f"DATETIMEV2({t.precision})"
+    if t.name == "DECIMAL":
+        return f"DECIMALV3({t.precision}, {t.scale})"
+    return t.to_desc()
+
+
+def show_columns(table: Table, full: bool = False) -> tuple[list[str], list[list]]:
+    """(column names, rows) of SHOW [FULL] COLUMNS, in MySQL column order."""
+    rows: list[list] = []
+    for c in table.visible_columns():
+        null = "YES" if c.nullable else "NO"
+        key = "YES" if c.is_key else "NO"
+        if full:
+            rows.append([c.name, c.type.to_sql(), "", null, key, c.default, _extra(c), "", c.comment])
+        else:
+            rows.append([c.name, c.type.to_sql(), null, key, c.default, _extra(c)])
+    return (SHOW_FULL_COLUMNS_COLUMNS if full else SHOW_COLUMNS_COLUMNS), rows

@@ -1,0 +1,494 @@
+"""Statement routing: one SQL text in, one typed statement out.
+
+Owns `parse_statement` (parse with the Galene dialect and classify the sqlglot tree into the
+dataclasses below), `split_statements` (split a multi-statement text on `;` with the
+tokenizer, so semicolons inside strings and comments are left alone) and the MySQL-like
+syntax error text. The executor dispatches on the statement class; `Other` is what Galene
+does not serve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
+from galene.sql.dialect import AlterSystem, DescribeAll, Galene, LabeledInsertTarget
+
+
+# --- statements -------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class Statement:
+    sql: str = ""  # the statement text as received, without the trailing ';'
+
+
+@dataclass
+class CreateDatabase(Statement):
+    name: str
+    if_not_exists: bool = False
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DropDatabase(Statement):
+    name: str
+    if_exists: bool = False
+    force: bool = False
+
+
+@dataclass
+class Use(Statement):
+    db: str
+
+
+@dataclass
+class CreateTable(Statement):
+    """CREATE TABLE. `expr` is the parsed tree; `galene.sql.ddl` turns it into a Table.
+
+    like: (db or None, table) of `CREATE TABLE t LIKE src`; query: the SELECT of a CTAS.
+    """
+
+    db: str | None
+    name: str
+    if_not_exists: bool
+    expr: exp.Create
+    like: tuple[str | None, str] | None = None
+    query: exp.Expr | None = None
+
+
+@dataclass
+class DropTable(Statement):
+    db: str | None
+    name: str
+    if_exists: bool = False
+    force: bool = False
+
+
+@dataclass
+class ShowDatabases(Statement):
+    like: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass
+class ShowTables(Statement):
+    db: str | None = None
+    full: bool = False
+    like: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass
+class ShowColumns(Statement):
+    db: str | None
+    table: str
+    full: bool = False
+    like: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass
+class Describe(Statement):
+    db: str | None
+    table: str
+    all: bool = False
+
+
+@dataclass
+class ShowCreateTable(Statement):
+    db: str | None
+    table: str
+
+
+@dataclass
+class ShowCreateDatabase(Statement):
+    name: str
+
+
+@dataclass
+class ShowBackends(Statement):
+    pass
+
+
+@dataclass
+class ShowFrontends(Statement):
+    pass
+
+
+@dataclass
+class ShowProc(Statement):
+    path: str
+
+
+@dataclass
+class ShowVariables(Statement):
+    like: str | None = None
+    global_: bool = False
+    where: exp.Expr | None = None
+
+
+@dataclass
+class AlterSystemAddBackend(Statement):
+    host_port: str  # the first 'host:heartbeat_port'; host_ports has all of them
+    properties: dict[str, str] = field(default_factory=dict)
+    host_ports: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AlterSystemDropBackend(Statement):
+    host_port: str
+    host_ports: list[str] = field(default_factory=list)
+    action: str = "DROP"  # DROP, DROPP or DECOMMISSION as written
+
+
+@dataclass
+class AlterSystemModifyBackend(Statement):
+    host_port: str
+    properties: dict[str, str] = field(default_factory=dict)
+    host_ports: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AlterTableSetProperties(Statement):
+    db: str | None
+    table: str
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AlterTableRename(Statement):
+    db: str | None
+    table: str
+    new_name: str
+
+
+@dataclass
+class Query(Statement):
+    expr: exp.Expr  # Select, Union/Intersect/Except or Subquery; a WITH sits on the Select
+
+
+@dataclass
+class Insert(Statement):
+    """INSERT INTO / OVERWRITE. Exactly one of `query` (SELECT …) and `values` is set."""
+
+    db: str | None
+    table: str
+    columns: list[str] | None = None
+    query: exp.Expr | None = None
+    values: list[list[exp.Expr]] | None = None
+    label: str | None = None
+    overwrite: bool = False
+    partitions: list[str] | None = None
+
+
+@dataclass
+class Set(Statement):
+    expr: exp.Set
+
+
+@dataclass
+class Transaction(Statement):
+    kind: str  # BEGIN, COMMIT or ROLLBACK
+
+
+@dataclass
+class Other(Statement):
+    """Anything Galene does not classify; the executor answers "not supported"."""
+
+
+# --- splitting and errors ---------------------------------------------------------------
+def _tokenize(sql: str) -> list:
+    try:
+        return Galene().tokenize(sql)
+    except TokenError as e:
+        raise GaleneError(f"Syntax error in line 1:\n{sql}\n{e}", ER_UNKNOWN_ERROR) from None
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a multi-statement text on top-level ';' (not inside strings or comments)."""
+    tokens = _tokenize(sql)
+    statements: list[str] = []
+    chunk: list = []
+    for token in [*tokens, None]:
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            if chunk:
+                statements.append(sql[chunk[0].start : chunk[-1].end + 1].strip())
+            chunk = []
+        else:
+            chunk.append(token)
+    return statements
+
+
+def _syntax_error(sql: str, error: ParseError) -> GaleneError:
+    info = error.errors[0] if error.errors else {}
+    line = info.get("line") or 1
+    col = info.get("col") or 0
+    highlight = info.get("highlight") or ""
+    description = info.get("description") or str(error)
+    lines = sql.splitlines() or [""]
+    text = lines[min(line, len(lines)) - 1]
+    caret_at = max(col - len(highlight), 0)
+    parts = [f"Syntax error in line {line}:", text, " " * caret_at + "^"]
+    if highlight:
+        parts.append(f"Encountered: {highlight}")
+    parts.append(description)
+    return GaleneError("\n".join(parts), ER_UNKNOWN_ERROR)
+
+
+# --- classification ---------------------------------------------------------------------
+def _text(node: exp.Expr | None) -> str | None:
+    """The plain value of a literal / identifier / var (a property key or value)."""
+    if node is None:
+        return None
+    if isinstance(node, (exp.Literal, exp.Identifier, exp.Var)):
+        return node.name
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Column) and not node.table:
+        return node.name
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return f"-{node.this.name}"
+    return node.sql(dialect=Galene)
+
+
+def property_dict(props: list[exp.Expr] | None) -> dict[str, str]:
+    """`PROPERTIES ('k'='v', "k2"="v2")` (Property or EQ nodes) as an ordered dict of strings."""
+    out: dict[str, str] = {}
+    for p in props or []:
+        if isinstance(p, exp.Property) and "value" in p.args:
+            out[_text(p.this) or ""] = _text(p.args.get("value")) or ""
+        elif isinstance(p, exp.EQ):
+            out[_text(p.this) or ""] = _text(p.expression) or ""
+    return out
+
+
+def _generic_properties(create: exp.Expr) -> dict[str, str]:
+    props = create.args.get("properties")
+    if not props:
+        return {}
+    plain = [p for p in props.expressions if type(p) is exp.Property]
+    return property_dict(plain)
+
+
+def _table_parts(node: exp.Expr | None) -> tuple[str | None, str]:
+    if isinstance(node, exp.Schema):
+        node = node.this
+    if not isinstance(node, exp.Table) or not node.name:
+        raise GaleneError("Expected a table name")
+    return (node.db or None), node.name
+
+
+def _name(node: exp.Expr | None) -> str | None:
+    return node.name if node is not None else None
+
+
+def _like(node: exp.Expr) -> str | None:
+    like = node.args.get("like")
+    return like.name if like is not None else None
+
+
+def _classify_show(node: exp.Show, sql: str) -> Statement:
+    what = (node.name or "").upper()
+    db = _name(node.args.get("db"))
+    target = _name(node.args.get("target"))
+    full = bool(node.args.get("full"))
+    where_node = node.args.get("where")
+    where = where_node.this if isinstance(where_node, exp.Where) else where_node
+    if what == "DATABASES":
+        return ShowDatabases(like=_like(node), where=where, sql=sql)
+    if what == "TABLES":
+        return ShowTables(db=db, full=full, like=_like(node), where=where, sql=sql)
+    if what == "COLUMNS" and target:
+        return ShowColumns(db=db, table=target, full=full, like=_like(node), where=where, sql=sql)
+    if what == "CREATE TABLE" and target:
+        return ShowCreateTable(db=db, table=target, sql=sql)
+    if what == "CREATE DATABASE" and target:
+        return ShowCreateDatabase(name=target, sql=sql)
+    if what == "BACKENDS":
+        return ShowBackends(sql=sql)
+    if what == "FRONTENDS":
+        return ShowFrontends(sql=sql)
+    if what == "PROC" and target is not None:
+        return ShowProc(path=target, sql=sql)
+    if what == "VARIABLES":
+        return ShowVariables(like=_like(node), global_=bool(node.args.get("global_")), where=where, sql=sql)
+    return Other(sql=sql)
+
+
+def _classify_create(node: exp.Create, sql: str) -> Statement:
+    kind = (node.args.get("kind") or "").upper()
+    if kind in ("DATABASE", "SCHEMA"):
+        name = _name(node.this)
+        if not name:
+            return Other(sql=sql)
+        return CreateDatabase(
+            name=name,
+            if_not_exists=bool(node.args.get("exists")),
+            properties=_generic_properties(node),
+            sql=sql,
+        )
+    if kind != "TABLE" or node.args.get("replace"):
+        return Other(sql=sql)
+    db, name = _table_parts(node.this)
+    like = None
+    props = node.args.get("properties")
+    like_prop = props.find(exp.LikeProperty) if props else None
+    if like_prop is not None:
+        like = _table_parts(like_prop.this)
+    query = node.args.get("expression")
+    return CreateTable(
+        db=db,
+        name=name,
+        if_not_exists=bool(node.args.get("exists")),
+        expr=node,
+        like=like,
+        query=query if isinstance(query, exp.Query) else None,
+        sql=sql,
+    )
+
+
+def _classify_drop(node: exp.Drop, sql: str) -> Statement:
+    kind = (node.args.get("kind") or "").upper()
+    targets = node.args.get("tables") or ([node.this] if node.this else [])
+    if len(targets) != 1:
+        return Other(sql=sql)
+    if kind in ("DATABASE", "SCHEMA"):
+        return DropDatabase(
+            name=targets[0].name,
+            if_exists=bool(node.args.get("exists")),
+            force=bool(node.args.get("force")),
+            sql=sql,
+        )
+    if kind == "TABLE":
+        db, name = _table_parts(targets[0])
+        return DropTable(
+            db=db,
+            name=name,
+            if_exists=bool(node.args.get("exists")),
+            force=bool(node.args.get("force")),
+            sql=sql,
+        )
+    return Other(sql=sql)
+
+
+def _classify_alter(node: exp.Alter, sql: str) -> Statement:
+    if (node.args.get("kind") or "").upper() != "TABLE":
+        return Other(sql=sql)
+    actions = node.args.get("actions") or []
+    if len(actions) != 1:
+        return Other(sql=sql)
+    db, table = _table_parts(node.this)
+    action = actions[0]
+    if isinstance(action, exp.AlterSet) and action.expressions and not any(
+        k for k in action.args if k != "expressions" and action.args.get(k)
+    ):
+        return AlterTableSetProperties(db=db, table=table, properties=property_dict(action.expressions), sql=sql)
+    if isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
+        return AlterTableRename(db=db, table=table, new_name=action.this.name, sql=sql)
+    return Other(sql=sql)
+
+
+def _classify_alter_system(node: AlterSystem, sql: str) -> Statement:
+    hosts = [h.name for h in node.expressions]
+    props = property_dict(node.args.get("properties"))
+    action = node.name.upper()
+    if action == "ADD":
+        return AlterSystemAddBackend(host_port=hosts[0], properties=props, host_ports=hosts, sql=sql)
+    if action in ("DROP", "DROPP", "DECOMMISSION"):
+        return AlterSystemDropBackend(host_port=hosts[0], host_ports=hosts, action=action, sql=sql)
+    if action == "MODIFY":
+        return AlterSystemModifyBackend(host_port=hosts[0], properties=props, host_ports=hosts, sql=sql)
+    return Other(sql=sql)
+
+
+def _classify_insert(node: exp.Insert, sql: str) -> Statement:
+    target = node.this
+    label = None
+    if isinstance(target, LabeledInsertTarget):
+        label = target.args["label"].name
+        target = target.this
+    columns = None
+    if isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions]
+        target = target.this
+    if not isinstance(target, exp.Table):
+        return Other(sql=sql)
+    partition = target.args.get("partition")
+    partitions = [p.name for p in partition.expressions] if partition is not None else None
+    db, table = _table_parts(target)
+    source = node.expression
+    query = values = None
+    if isinstance(source, exp.Values):
+        values = [list(row.expressions) if isinstance(row, exp.Tuple) else [row] for row in source.expressions]
+    elif isinstance(source, exp.Query):
+        query = source
+    else:
+        return Other(sql=sql)
+    return Insert(
+        db=db,
+        table=table,
+        columns=columns,
+        query=query,
+        values=values,
+        label=label,
+        overwrite=bool(node.args.get("overwrite")),
+        partitions=partitions,
+        sql=sql,
+    )
+
+
+def classify(node: exp.Expr, sql: str) -> Statement:
+    """Map a parsed Galene-dialect tree to its statement class."""
+    if isinstance(node, exp.Query):
+        return Query(expr=node, sql=sql)
+    if isinstance(node, exp.Show):
+        return _classify_show(node, sql)
+    if isinstance(node, exp.Describe):
+        if isinstance(node.this, exp.Table) and node.this.name:
+            db, table = _table_parts(node.this)
+            return Describe(db=db, table=table, all=isinstance(node, DescribeAll), sql=sql)
+        return Other(sql=sql)
+    if isinstance(node, exp.Create):
+        return _classify_create(node, sql)
+    if isinstance(node, exp.Drop):
+        return _classify_drop(node, sql)
+    if isinstance(node, exp.Use):
+        if node.this is not None and not node.args.get("kind"):
+            return Use(db=node.this.name, sql=sql)
+        return Other(sql=sql)
+    if isinstance(node, exp.Insert):
+        return _classify_insert(node, sql)
+    if isinstance(node, exp.Set):
+        return Set(expr=node, sql=sql)
+    if isinstance(node, AlterSystem):
+        return _classify_alter_system(node, sql)
+    if isinstance(node, exp.Alter):
+        return _classify_alter(node, sql)
+    if isinstance(node, exp.Transaction):
+        return Transaction(kind="BEGIN", sql=sql)
+    if isinstance(node, exp.Commit):
+        return Transaction(kind="COMMIT", sql=sql)
+    if isinstance(node, exp.Rollback):
+        return Transaction(kind="ROLLBACK", sql=sql)
+    return Other(sql=sql)
+
+
+def parse_statement(sql: str) -> Statement:
+    """Parse exactly one statement (a trailing ';' is allowed) into its typed form."""
+    parts = split_statements(sql)
+    if not parts:
+        raise GaleneError("Query was empty", 1065)
+    if len(parts) > 1:
+        raise GaleneError("Only one statement is supported per call; got several separated by ';'")
+    text = parts[0]
+    try:
+        node = sqlglot.parse_one(text, read=Galene)
+    except ParseError as e:
+        raise _syntax_error(text, e) from None
+    except TokenError as e:
+        raise GaleneError(f"Syntax error in line 1:\n{text}\n{e}", ER_UNKNOWN_ERROR) from None
+    return classify(node, text)

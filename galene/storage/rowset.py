@@ -1,0 +1,176 @@
+"""Rowset files: writing one load's rows for one tablet as Parquet, reading and deleting them.
+
+A rowset is written under temporary names (`<final>.tmp`) and moved into place, so a
+reader never sees a half-written file; it becomes part of a table only when the FE
+journals the commit that references it (until then it is an orphan for `storage.gc`).
+The storage schema (column order, Arrow types) is defined here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from galene.catalog.model import Rowset, Table
+from galene.storage import layout
+
+# A file holds at most about this much Arrow data; bigger rowsets are split into _0, _1, ...
+MAX_FILE_BYTES = 1 << 30
+# Row groups aim at this much Arrow data (Spark splits scans by row group).
+ROW_GROUP_BYTES = 128 << 20
+MIN_ROW_GROUP_ROWS = 64 * 1024
+MAX_ROW_GROUP_ROWS = 1024 * 1024
+COMPRESSION = "snappy"
+
+
+def storage_schema(table: Table) -> pa.Schema:
+    """Arrow schema of the table's data files: every column (hidden ones too), in table order.
+
+    Fields are nullable in the files even for NOT NULL columns: the loader enforces NOT NULL,
+    and uniform nullability keeps rowsets written before and after a schema change readable
+    as one dataset.
+    """
+    return pa.schema([pa.field(c.name, c.type.to_arrow()) for c in table.columns])
+
+
+def new_rowset_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _row_group_rows(data: pa.Table) -> int:
+    if data.num_rows == 0:
+        return MIN_ROW_GROUP_ROWS
+    per_row = max(1, data.nbytes // data.num_rows)
+    return int(min(MAX_ROW_GROUP_ROWS, max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row)))
+
+
+def _file_slices(data: pa.Table) -> list[pa.Table]:
+    if data.nbytes <= MAX_FILE_BYTES or data.num_rows <= 1:
+        return [data]
+    pieces = -(-data.nbytes // MAX_FILE_BYTES)
+    step = -(-data.num_rows // pieces)
+    return [data.slice(start, step) for start in range(0, data.num_rows, step)]
+
+
+def _fsync_local(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_rowset(
+    fs: pafs.FileSystem,
+    root: str,
+    table: Table,
+    partition_id: int,
+    tablet_id: int,
+    data: pa.Table,
+    rowset_id: str | None = None,
+    *,
+    sync: bool = True,
+) -> Rowset:
+    """Write `data` (storage schema) as a rowset of one tablet; return its uncommitted Rowset.
+
+    `sync` fsyncs files and the directory on local filesystems before returning, so a commit
+    that follows can rely on the bytes being on disk (object stores are durable on close).
+    """
+    rowset_id = rowset_id or new_rowset_id()
+    schema = storage_schema(table)
+    if data.schema != schema:
+        if data.schema.names != schema.names:
+            data = data.select(schema.names)
+        data = data.cast(schema)
+    directory = layout.tablet_dir(root, table.db_id, table.id, partition_id, tablet_id)
+    fs.create_dir(directory, recursive=True)
+    local = isinstance(fs, pafs.LocalFileSystem)
+    row_group = _row_group_rows(data)
+    files: list[str] = []
+    total_size = 0
+    for n, piece in enumerate(_file_slices(data)):
+        final = layout.rowset_file(root, table.db_id, table.id, partition_id, tablet_id, rowset_id, n)
+        tmp = final + layout.TMP_SUFFIX
+        try:
+            _write_parquet(fs, directory, tmp, piece, row_group)
+            if local and sync:
+                _fsync_local(tmp)
+            total_size += fs.get_file_info(tmp).size
+            fs.move(tmp, final)
+        except BaseException:
+            _delete_quietly(fs, tmp)
+            raise
+        files.append(layout.relative(root, final))
+    if local and sync:
+        _fsync_local(directory)
+    return Rowset(
+        id=rowset_id,
+        tablet_id=tablet_id,
+        partition_id=partition_id,
+        files=files,
+        num_rows=data.num_rows,
+        data_size=total_size,
+    )
+
+
+def _write_parquet(fs: pafs.FileSystem, directory: str, path: str, data: pa.Table, row_group: int) -> None:
+    try:
+        out = fs.open_output_stream(path)
+    except FileNotFoundError:
+        # GC may remove an old empty tablet directory between create_dir and open: recreate once.
+        fs.create_dir(directory, recursive=True)
+        out = fs.open_output_stream(path)
+    with out:
+        pq.write_table(data, out, compression=COMPRESSION, row_group_size=row_group)
+
+
+def write_rowsets(
+    fs: pafs.FileSystem,
+    root: str,
+    table: Table,
+    per_tablet: dict[int, tuple[int, pa.Table]],
+    *,
+    sync: bool = True,
+    max_workers: int | None = None,
+) -> list[Rowset]:
+    """Write one rowset per tablet in parallel threads (pyarrow releases the GIL while writing)."""
+    items = sorted(per_tablet.items())
+    if len(items) <= 1 or max_workers == 1:
+        return [write_rowset(fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items]
+    workers = max_workers or min(len(items), os.cpu_count() or 4)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rowset-writer") as pool:
+        futures = [
+            pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items
+        ]
+        return [f.result() for f in futures]
+
+
+def read_rowset(fs: pafs.FileSystem, root: str, rowset: Rowset, schema: pa.Schema | None = None) -> pa.Table:
+    """All rows of a rowset as one Arrow table."""
+    tables = [pq.read_table(layout.absolute(root, f), filesystem=fs, schema=schema) for f in rowset.files]
+    if not tables:
+        return schema.empty_table() if schema is not None else pa.table({})
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def delete_rowset_files(fs: pafs.FileSystem, root: str, rowsets) -> None:
+    """Delete the files of `rowsets`; files already gone are fine."""
+    for rowset in rowsets:
+        for rel in rowset.files:
+            _delete_quietly(fs, layout.absolute(root, rel))
+
+
+def _delete_quietly(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        # pyarrow raises plain OSError for some stores; only a missing file is expected here.
+        if fs.get_file_info(path).type != pafs.FileType.NotFound:
+            raise

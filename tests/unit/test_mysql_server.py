@@ -1,0 +1,453 @@
+"""The MySQL endpoint as real clients see it: pymysql, mysql-connector, SQLAlchemy, the mariadb CLI.
+
+The executor here is an in-test fake that answers a handful of statements; it stands in for
+the SQL layer only so that this file tests the protocol layer (no Spark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import decimal
+import hashlib
+import os
+import pty
+import select
+import shutil
+import subprocess
+import threading
+import time
+
+import pyarrow as pa
+import pymysql
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from galene.common.errors import GaleneError, unknown_table
+from galene.common.types import ColumnType
+from galene.fe.mysql_server import (
+    GaleneMysqlServer,
+    ResultColumn,
+    SessionContext,
+    StatementResult,
+)
+
+MARIADB = shutil.which("mariadb") or "/usr/bin/mariadb"
+
+
+def native_hash(password: str) -> str:
+    return hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest() if password else ""
+
+
+def text_col(name: str) -> ResultColumn:
+    return ResultColumn(name, ColumnType(name="STRING"))
+
+
+TYPED_COLUMNS = [
+    ResultColumn("i", ColumnType(name="INT")),
+    ResultColumn("big", ColumnType(name="BIGINT")),
+    ResultColumn("s", ColumnType(name="VARCHAR", length=20)),
+    ResultColumn("ts", ColumnType(name="DATETIME", precision=3)),
+    ResultColumn("d", ColumnType(name="DATE")),
+    ResultColumn("amount", ColumnType(name="DECIMAL", precision=10, scale=2)),
+    ResultColumn("flag", ColumnType(name="BOOLEAN")),
+    ResultColumn("x", ColumnType(name="DOUBLE")),
+]
+
+
+def typed_table() -> pa.Table:
+    return pa.table(
+        {
+            "i": pa.array([1, None, -7], pa.int32()),
+            "big": pa.array([2**40, 0, None], pa.int64()),
+            "s": pa.array(["héllo", None, "it's"]),
+            "ts": pa.array(
+                [datetime.datetime(2024, 1, 2, 3, 4, 5, 123456), None, datetime.datetime(2024, 2, 1)],
+                pa.timestamp("us"),
+            ),
+            "d": pa.array([datetime.date(2024, 1, 2), None, datetime.date(1999, 12, 31)], pa.date32()),
+            "amount": pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("-3.25")], pa.decimal128(10, 2)),
+            "flag": pa.array([True, None, False]),
+            "x": pa.array([0.5, None, 2.0]),
+        }
+    )
+
+
+EXPECTED_TYPED_ROWS = [
+    (1, 2**40, "héllo", datetime.datetime(2024, 1, 2, 3, 4, 5, 123000), datetime.date(2024, 1, 2),
+     decimal.Decimal("1.50"), 1, 0.5),
+    (None, 0, None, None, None, None, None, None),
+    (-7, None, "it's", datetime.datetime(2024, 2, 1), datetime.date(1999, 12, 31),
+     decimal.Decimal("-3.25"), 0, 2.0),
+]  # fmt: skip
+
+
+class FakeExecutor:
+    """Answers a few statements and records what reached it (with a copy of the context)."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, SessionContext]] = []
+
+    def statements(self) -> list[str]:
+        return [sql for sql, _ in self.received]
+
+    async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
+        self.received.append(
+            (sql, SessionContext(ctx.connection_id, ctx.user, ctx.database, dict(ctx.variables)))
+        )
+        upper = sql.upper()
+        if upper.startswith("SHOW FULL COLUMNS FROM"):
+            names = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+            return StatementResult(
+                columns=[text_col(n) for n in names],
+                rows=[
+                    ("id", "INT", None, "NO", "true", None, "", "", ""),
+                    ("name", "VARCHAR(20)", "utf8mb4_0900_bin", "YES", "false", "anon", "", "", ""),
+                ],
+            )
+        if upper == "SHOW DATABASES":
+            return StatementResult(columns=[text_col("Database")], rows=[("db1",), ("information_schema",)])
+        if upper == "SHOW TABLES":
+            return StatementResult(columns=[text_col(f"Tables_in_{ctx.database}")], rows=[("t1",)])
+        if upper.startswith("SELECT * FROM TYPED"):
+            return StatementResult(columns=TYPED_COLUMNS, rows=typed_table())
+        if upper.startswith("SELECT COUNT(*) FROM"):
+            return StatementResult(columns=[ResultColumn("count(*)", ColumnType(name="BIGINT"))], rows=[(3,)])
+        if upper.startswith("INSERT"):
+            return StatementResult(affected_rows=3, info='{"label":"insert_1", "status":"VISIBLE", "txnId":"12"}')
+        if upper.startswith("SELECT * FROM MISSING"):
+            raise unknown_table("missing", ctx.database)
+        if upper.startswith("CRASH"):
+            raise RuntimeError("executor bug")
+        if upper.startswith("USE "):
+            return StatementResult(new_database="db1")
+        return StatementResult()
+
+    def database_exists(self, name: str) -> bool:
+        return name == "db1"
+
+    def check_password(self, user: str) -> str | None:
+        return {"root": "", "alice": native_hash("s3cret")}.get(user)
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    executor = FakeExecutor()
+    loop = asyncio.new_event_loop()
+    server = GaleneMysqlServer(executor, port=0)
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert started.wait(10)
+    yield server, executor
+    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
+
+
+@pytest.fixture
+def executor(endpoint) -> FakeExecutor:
+    _, fake = endpoint
+    fake.received.clear()
+    return fake
+
+
+@pytest.fixture
+def port(endpoint) -> int:
+    return endpoint[0].port
+
+
+def connect(port: int, **kwargs) -> pymysql.Connection:
+    kwargs.setdefault("user", "root")
+    return pymysql.connect(host="127.0.0.1", port=port, **kwargs)
+
+
+# --- pymysql -------------------------------------------------------------------------------
+
+
+def test_pymysql_connect_sequence_and_session_queries_stay_local(port, executor):
+    conn = connect(port, charset="utf8mb4", autocommit=True)  # sends SET NAMES + SET AUTOCOMMIT = 1
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@version_comment LIMIT 1")
+        assert cur.description[0][0] == "@@version_comment"
+        (comment,) = cur.fetchone()
+        assert comment.startswith("Doris version doris-")
+        cur.execute("select DATABASE(), USER() limit 1")
+        assert [d[0] for d in cur.description] == ["DATABASE()", "USER()"]
+        assert cur.fetchone() == (None, "'root'@'127.0.0.1'")
+        cur.execute("SELECT VERSION(), CONNECTION_ID(), CURRENT_USER(), 1, 'a' AS x")
+        assert [d[0] for d in cur.description] == ["VERSION()", "CONNECTION_ID()", "CURRENT_USER()", "1", "x"]
+        version, connection_id, current_user, one, x = cur.fetchone()
+        assert (version, current_user, one, x) == ("5.7.99", "'root'@'%'", 1, "a")
+        assert connection_id == conn.thread_id()
+        cur.execute("SELECT @@session.autocommit, @@sql_mode, @@lower_case_table_names, @@transaction_isolation")
+        assert cur.fetchone() == (1, "ONLY_FULL_GROUP_BY", 0, "REPEATABLE-READ")
+        cur.execute("SHOW VARIABLES LIKE 'character_set_c%'")
+        assert cur.fetchall() == (("character_set_client", "utf8mb4"), ("character_set_connection", "utf8mb4"))
+        cur.execute("SHOW WARNINGS")
+        assert cur.fetchall() == ()
+        cur.execute("BEGIN")
+        cur.execute("COMMIT")
+        cur.execute("ROLLBACK")
+    conn.close()
+    assert executor.statements() == []
+
+
+def test_set_statements_change_session_variables_seen_by_executor(port, executor):
+    conn = connect(port, database="db1")
+    with conn.cursor() as cur:
+        cur.execute("SET group_commit = async_mode")
+        cur.execute("SET SESSION query_timeout = 60, @@session.autocommit = OFF")
+        cur.execute("SET @batch = 'b1'")
+        cur.execute("SET enable_profile = true")
+        cur.execute("SELECT @@group_commit, @@query_timeout, @@autocommit, @batch")
+        assert cur.fetchone() == ("async_mode", 60, 0, "b1")
+        cur.execute("INSERT INTO t1 VALUES (1)")
+    conn.close()
+    (sql, ctx) = executor.received[-1]
+    assert sql == "INSERT INTO t1 VALUES (1)"
+    assert ctx.database == "db1" and ctx.user == "root"
+    assert ctx.variables["group_commit"] == "async_mode"
+    assert ctx.variables["query_timeout"] == 60
+    assert ctx.variables["autocommit"] == 0
+    assert ctx.variables["enable_profile"] is True
+
+
+def test_bad_set_values_are_rejected(port, executor):
+    conn = connect(port)
+    with conn.cursor() as cur:
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("SET group_commit = sometimes")
+        assert err.value.args[0] == 1231
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("SELECT @@no_such_variable")
+        assert err.value.args == (1193, "Unknown system variable 'no_such_variable'")
+        cur.execute("SELECT @@group_commit")
+        assert cur.fetchone() == ("off_mode",)
+    conn.close()
+
+
+def test_login_errors(port):
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        connect(port, user="alice", password="wrong")
+    assert err.value.args == (1045, "Access denied for user 'alice'@'127.0.0.1' (using password: YES)")
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        connect(port, user="nobody")
+    assert err.value.args == (1045, "Access denied for user 'nobody'@'127.0.0.1' (using password: NO)")
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        connect(port, user="alice", password="s3cret", database="nope")
+    assert err.value.args == (1049, "Unknown database 'nope'")
+    conn = connect(port, user="alice", password="s3cret", database="db1")
+    with conn.cursor() as cur:
+        cur.execute("SELECT DATABASE(), CURRENT_USER()")
+        assert cur.fetchone() == ("db1", "'alice'@'%'")
+    conn.close()
+
+
+def test_use_and_init_db(port, executor):
+    conn = connect(port)
+    with conn.cursor() as cur:
+        cur.execute("USE db1")
+        cur.execute("SELECT DATABASE()")
+        assert cur.fetchone() == ("db1",)
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("USE nope")
+        assert err.value.args == (1049, "errCode = 2, detailMessage = Unknown database 'nope'")
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            conn.select_db("nope")  # COM_INIT_DB
+        assert err.value.args[0] == 1049
+        conn.select_db("db1")
+        cur.execute("SELECT DATABASE()")
+        assert cur.fetchone() == ("db1",)
+    conn.close()
+
+
+def test_executor_errors_surface_and_connection_stays_usable(port, executor):
+    conn = connect(port, database="db1")
+    with conn.cursor() as cur:
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("SELECT * FROM missing")
+        assert err.value.args == (1105, "errCode = 2, detailMessage = Unknown table 'db1.missing'")
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("CRASH now")
+        assert err.value.args == (1105, "errCode = 2, detailMessage = executor bug")
+        cur.execute("SELECT COUNT(*) FROM t1")
+        assert cur.description[0][0] == "count(*)"
+        assert cur.fetchone() == (3,)
+    conn.close()
+
+
+def test_ok_packet_carries_affected_rows_and_info(port, executor):
+    conn = connect(port, database="db1")
+    with conn.cursor() as cur:
+        assert cur.execute("INSERT INTO t1 SELECT * FROM t2") == 3
+        assert conn.affected_rows() == 3
+        assert conn._result.message == b'{"label":"insert_1", "status":"VISIBLE", "txnId":"12"}'
+    conn.close()
+
+
+def test_typed_arrow_result_over_text_protocol(port, executor):
+    conn = connect(port, database="db1")
+    with conn.cursor() as cur:
+        cur.execute("SELECT * FROM typed")
+        assert [d[0] for d in cur.description] == [c.name for c in TYPED_COLUMNS]
+        type_codes = [d[1] for d in cur.description]
+        assert type_codes == [
+            pymysql.constants.FIELD_TYPE.LONG,
+            pymysql.constants.FIELD_TYPE.LONGLONG,
+            pymysql.constants.FIELD_TYPE.VAR_STRING,
+            pymysql.constants.FIELD_TYPE.DATETIME,
+            pymysql.constants.FIELD_TYPE.DATE,
+            pymysql.constants.FIELD_TYPE.NEWDECIMAL,
+            pymysql.constants.FIELD_TYPE.TINY,
+            pymysql.constants.FIELD_TYPE.DOUBLE,
+        ]
+        assert cur.description[5][5] == 2  # DECIMAL(10, 2) scale
+        assert list(cur.fetchall()) == EXPECTED_TYPED_ROWS
+    conn.close()
+
+
+def test_kill_connection_from_another_session(port, executor):
+    victim = connect(port)
+    killer = connect(port)
+    with killer.cursor() as cur:
+        cur.execute(f"KILL {victim.thread_id()}")
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("KILL 999999")
+        assert err.value.args[0] == 1094
+    with pytest.raises(pymysql.err.Error):
+        with victim.cursor() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchall()
+    killer.close()
+
+
+# --- mysql-connector-python ------------------------------------------------------------------
+
+
+def test_mysql_connector_connect_and_prepared_statement_escaping(port, executor):
+    import mysql.connector
+
+    conn = mysql.connector.connect(
+        host="127.0.0.1", port=port, user="alice", password="s3cret", database="db1",
+        use_pure=True, collation="utf8mb4_general_ci",
+    )  # fmt: skip
+    cur = conn.cursor()
+    cur.execute("SELECT @@session.autocommit")
+    assert cur.fetchall() == [(0,)]  # the connector turned autocommit off at connect
+    cur.execute("SELECT @@collation_connection, @@session.sql_mode")
+    assert cur.fetchall() == [("utf8mb4_general_ci", "ONLY_FULL_GROUP_BY")]
+    cur.close()
+
+    tricky = "it's a \\ backslash, '' and \\' too"
+    prepared = conn.cursor(prepared=True)
+    prepared.execute(
+        "INSERT INTO t1 (name, note, n, amount, at) VALUES (?, ?, ?, ?, ?)",
+        (tricky, None, 5, decimal.Decimal("12.30"), datetime.datetime(2024, 5, 6, 7, 8, 9)),
+    )
+    assert prepared.rowcount == 3
+    sql, ctx = executor.received[-1]
+    assert ctx.database == "db1" and ctx.user == "alice"
+    values = sqlglot.parse_one(sql, read="doris").find(exp.Values).expressions[0].expressions
+    assert values[0].this == tricky
+    assert isinstance(values[1], exp.Null)
+    assert [values[2].this, values[3].this, values[4].this] == ["5", "12.30", "2024-05-06 07:08:09"]
+
+    prepared.execute("SELECT * FROM typed WHERE s = ?", ("it's",))
+    assert executor.received[-1][0] == "SELECT * FROM typed WHERE s = 'it''s'"
+    assert prepared.fetchall() == EXPECTED_TYPED_ROWS
+    prepared.close()
+    conn.close()
+
+
+# --- SQLAlchemy -------------------------------------------------------------------------------
+
+
+def test_sqlalchemy_engine(port, executor):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"mysql+pymysql://root@127.0.0.1:{port}/db1")
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT 1")).fetchall() == [(1,)]
+            assert conn.execute(sa.text("SELECT VERSION()")).scalar() == "5.7.99"
+        with engine.connect() as conn:  # a pooled connection, rolled back on return
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM t1")).scalar() == 3
+    finally:
+        engine.dispose()
+    assert executor.statements() == ["SELECT COUNT(*) FROM t1"]
+
+
+# --- mariadb CLI --------------------------------------------------------------------------------
+
+needs_mariadb = pytest.mark.skipif(not os.path.exists(MARIADB), reason="mariadb client not installed")
+
+
+@needs_mariadb
+def test_mariadb_cli_batch(port, executor):
+    out = subprocess.run(
+        [MARIADB, "-h127.0.0.1", f"-P{port}", "-uroot", "--batch",
+         "-e", "select @@version_comment limit 1; select database(), user();"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "@@version_comment" and lines[1].startswith("Doris version doris-")
+    assert lines[2:] == ["database()\tuser()", "NULL\t'root'@'127.0.0.1'"]
+
+    out = subprocess.run(
+        [MARIADB, "-h127.0.0.1", f"-P{port}", "-uroot", "--batch", "-e", "use db1; show tables; select database()"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["Tables_in_db1", "t1", "database()", "db1"]
+
+    out = subprocess.run(
+        [MARIADB, "-h127.0.0.1", f"-P{port}", "-ualice", "-pwrong", "-e", "select 1"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert "ERROR 1045 (28000): Access denied for user 'alice'@'127.0.0.1' (using password: YES)" in out.stderr
+
+
+@needs_mariadb
+def test_mariadb_cli_interactive_builds_field_lists(port, executor):
+    """An interactive `mariadb -D db1` lists databases, tables and each table's fields."""
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the CLI on a terminal, so it runs interactively with auto-rehash
+        os.execv(MARIADB, [MARIADB, "-h127.0.0.1", f"-P{port}", "-uroot", "-Ddb1"])
+    output = b""
+
+    def read_until(marker: bytes, limit: float = 20.0) -> None:
+        nonlocal output
+        deadline = time.monotonic() + limit
+        while marker not in output and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    output += os.read(fd, 4096)
+                except OSError:
+                    return
+
+    try:
+        read_until(b"[db1]>")
+        os.write(fd, b"select database();\n")
+        read_until(b"row in set")
+        os.write(fd, b"quit\n")
+        read_until(b"Bye")
+    finally:
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = output.decode(errors="replace")
+    assert "Doris version doris-" in text
+    assert "| db1        |" in text
+    assert "SHOW FULL COLUMNS FROM `t1`" in executor.statements()
