@@ -54,9 +54,12 @@ from mysql_mimic.results import ResultColumn as MimicColumn
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
-from mysql_mimic.types import Capabilities, ColumnDefinition, Commands, ComStmtExecuteFlags, ServerStatus
-from mysql_mimic.types import ColumnType as MysqlType
 from mysql_mimic.types import (
+    Capabilities,
+    ColumnDefinition,
+    Commands,
+    ComStmtExecuteFlags,
+    ServerStatus,
     read_double,
     read_float,
     read_int_1,
@@ -73,6 +76,7 @@ from mysql_mimic.types import (
     uint_2,
     uint_len,
 )
+from mysql_mimic.types import ColumnType as MysqlType
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
@@ -246,7 +250,8 @@ class _ExecutorIdentityProvider(IdentityProvider):
         stored = self.executor.check_password(username)
         if stored is None:
             return None
-        return User(name=username, auth_string=stored, auth_plugin=NativePasswordAuthPlugin.name)
+        # Accept MySQL's "*HEX" spelling of the same SHA1(SHA1(password)) hash.
+        return User(name=username, auth_string=stored.lstrip("*"), auth_plugin=NativePasswordAuthPlugin.name)
 
 
 class GaleneConnection(Connection):
@@ -411,10 +416,12 @@ class GaleneConnection(Connection):
                 self._kill = None
                 if self._task is not None:
                     self._task.uncancel()
-                await self.stream.write(self._error_packet(ER_QUERY_INTERRUPTED, "Query execution was interrupted"))
+                await self.stream.write(
+                    self._error_packet(ER_QUERY_INTERRUPTED, "Query execution was interrupted")
+                )
             except (ConnectionClosed, ConnectionError):
                 return
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every failure becomes an error packet; the session lives on
                 await self.stream.write(self._error_for(exc))
             finally:
                 self.busy = False
@@ -447,7 +454,9 @@ class GaleneConnection(Connection):
         request = packets.parse_com_field_list(self.client_charset, data)
         table = request.table
         quoted = "`" + table.replace("`", "``") + "`"
-        result = await self.session.executor.execute(f"SHOW FULL COLUMNS FROM {quoted}", self.session.context())
+        result = await self.session.executor.execute(
+            f"SHOW FULL COLUMNS FROM {quoted}", self.session.context()
+        )
         names = [c.name.lower() for c in result.columns or []]
         try:
             field_i, type_i = names.index("field"), names.index("type")
@@ -537,7 +546,9 @@ class GaleneConnection(Connection):
     def get_stmt(self, stmt_id: int) -> PreparedStatement:
         stmt = self.prepared_stmts.get(stmt_id)
         if stmt is None:
-            raise GaleneError(f"Unknown prepared statement handler ({stmt_id}) given to EXECUTE", ER_UNKNOWN_STMT_HANDLER)
+            raise GaleneError(
+                f"Unknown prepared statement handler ({stmt_id}) given to EXECUTE", ER_UNKNOWN_STMT_HANDLER
+            )
         return stmt
 
     def _read_stmt_params(self, reader: io.BytesIO, stmt: PreparedStatement) -> list[Any]:
@@ -785,7 +796,9 @@ def mysql_column_spec(ctype: ColumnType) -> MysqlColumnSpec:
         return MysqlColumnSpec(MysqlType.DATE, 10, 0, ColumnDefinition.BINARY_FLAG, binary)
     if n == "DATETIME":
         length = 19 + (ctype.precision + 1 if ctype.precision else 0)
-        return MysqlColumnSpec(MysqlType.DATETIME, length, ctype.precision, ColumnDefinition.BINARY_FLAG, binary)
+        return MysqlColumnSpec(
+            MysqlType.DATETIME, length, ctype.precision, ColumnDefinition.BINARY_FLAG, binary
+        )
     if n in ("CHAR", "VARCHAR"):
         return MysqlColumnSpec(MysqlType.VAR_STRING, max(ctype.length, 1) * 4, 0, ColumnDefinition(0), text)
     return MysqlColumnSpec(MysqlType.VAR_STRING, 65533 * 4, 0, ColumnDefinition(0), text)
@@ -827,7 +840,9 @@ def text_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
         return
     types = [c.type for c in columns]
     for start in range(0, len(rows), _ROW_BATCH):
-        yield [tuple(python_text(v, t) for v, t in zip(row, types)) for row in rows[start : start + _ROW_BATCH]]
+        yield [
+            tuple(python_text(v, t) for v, t in zip(row, types)) for row in rows[start : start + _ROW_BATCH]
+        ]
 
 
 def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
@@ -835,7 +850,12 @@ def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
     t = array.type
     if pa.types.is_dictionary(t):
         return arrow_text(array.dictionary_decode(), ctype)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
         return array
     if pa.types.is_null(t):
         return pa.nulls(len(array), pa.string())

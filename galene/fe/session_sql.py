@@ -65,6 +65,7 @@ def system_time_zone() -> str:
 # System variables
 # ---------------------------------------------------------------------------------------
 
+
 # Kinds: "switch" is a MySQL on/off variable (reads back as 1/0), "bool" a Doris boolean
 # (true/false), "int", "float", "str".
 @dataclass(frozen=True)
@@ -222,12 +223,16 @@ def coerce_variable(name: str, spec: VariableSpec, value: Any) -> Any:
         try:
             return int(value)
         except (TypeError, ValueError):
-            raise GaleneError(f"Incorrect argument type to variable '{name}'", ER_WRONG_TYPE_FOR_VAR) from None
+            raise GaleneError(
+                f"Incorrect argument type to variable '{name}'", ER_WRONG_TYPE_FOR_VAR
+            ) from None
     if spec.kind == "float":
         try:
             return float(value)
         except (TypeError, ValueError):
-            raise GaleneError(f"Incorrect argument type to variable '{name}'", ER_WRONG_TYPE_FOR_VAR) from None
+            raise GaleneError(
+                f"Incorrect argument type to variable '{name}'", ER_WRONG_TYPE_FOR_VAR
+            ) from None
     if spec.choices:
         for choice in spec.choices:
             if choice.lower() == text.lower():
@@ -425,7 +430,7 @@ class SessionSql:
         if not isinstance(assignment, exp.EQ):
             return False
         target, value_expr = assignment.this, assignment.expression
-        scope = "GLOBAL" if kind == "GLOBAL" else "SESSION"
+        scope = "GLOBAL" if kind in ("GLOBAL", "PERSIST", "PERSIST_ONLY") else "SESSION"
         if isinstance(target, exp.Parameter):  # @user_var
             self.user_variables[target.name.lower()] = self._set_value(value_expr, user_variable=True)
             return True
@@ -557,13 +562,20 @@ class SessionSql:
             columns = [("Variable_name", TEXT), ("Value", TEXT)]
             rows = []
         elif kind == "ENGINES":
-            columns = [(n, TEXT) for n in ("Engine", "Support", "Comment", "Transactions", "XA", "Savepoints")]
+            columns = [
+                (n, TEXT) for n in ("Engine", "Support", "Comment", "Transactions", "XA", "Savepoints")
+            ]
             rows = [
                 ("Olap engine", "DEFAULT", "Default storage engine of Doris", "YES", "NO", "NO"),
                 ("MySQL", "YES", "MySQL server which data is in it", "NO", "NO", "NO"),
             ]
         elif kind == "CHARACTER SET":
-            columns = [("Charset", TEXT), ("Description", TEXT), ("Default collation", TEXT), ("Maxlen", BIGINT)]
+            columns = [
+                ("Charset", TEXT),
+                ("Description", TEXT),
+                ("Default collation", TEXT),
+                ("Maxlen", BIGINT),
+            ]
             rows = [("utf8mb4", "UTF-8 Unicode", "utf8mb4_0900_bin", 4)]
         else:  # COLLATION
             columns = [

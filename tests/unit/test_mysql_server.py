@@ -24,7 +24,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from galene.common.errors import GaleneError, unknown_table
+from galene.common.errors import unknown_table
 from galene.common.types import ColumnType
 from galene.fe.mysql_server import (
     GaleneMysqlServer,
@@ -67,7 +67,9 @@ def typed_table() -> pa.Table:
                 pa.timestamp("us"),
             ),
             "d": pa.array([datetime.date(2024, 1, 2), None, datetime.date(1999, 12, 31)], pa.date32()),
-            "amount": pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("-3.25")], pa.decimal128(10, 2)),
+            "amount": pa.array(
+                [decimal.Decimal("1.5"), None, decimal.Decimal("-3.25")], pa.decimal128(10, 2)
+            ),
             "flag": pa.array([True, None, False]),
             "x": pa.array([0.5, None, 2.0]),
         }
@@ -115,9 +117,13 @@ class FakeExecutor:
         if upper.startswith("SELECT COUNT(*) FROM"):
             return StatementResult(columns=[ResultColumn("count(*)", ColumnType(name="BIGINT"))], rows=[(3,)])
         if upper.startswith("INSERT"):
-            return StatementResult(affected_rows=3, info='{"label":"insert_1", "status":"VISIBLE", "txnId":"12"}')
+            return StatementResult(
+                affected_rows=3, info='{"label":"insert_1", "status":"VISIBLE", "txnId":"12"}'
+            )
         if upper.startswith("SELECT * FROM MISSING"):
             raise unknown_table("missing", ctx.database)
+        if upper.startswith("SLEEP"):
+            await asyncio.sleep(60)  # a long statement, to be interrupted by KILL QUERY
         if upper.startswith("CRASH"):
             raise RuntimeError("executor bug")
         if upper.startswith("USE "):
@@ -189,10 +195,15 @@ def test_pymysql_connect_sequence_and_session_queries_stay_local(port, executor)
         version, connection_id, current_user, one, x = cur.fetchone()
         assert (version, current_user, one, x) == ("5.7.99", "'root'@'%'", 1, "a")
         assert connection_id == conn.thread_id()
-        cur.execute("SELECT @@session.autocommit, @@sql_mode, @@lower_case_table_names, @@transaction_isolation")
+        cur.execute(
+            "SELECT @@session.autocommit, @@sql_mode, @@lower_case_table_names, @@transaction_isolation"
+        )
         assert cur.fetchone() == (1, "ONLY_FULL_GROUP_BY", 0, "REPEATABLE-READ")
         cur.execute("SHOW VARIABLES LIKE 'character_set_c%'")
-        assert cur.fetchall() == (("character_set_client", "utf8mb4"), ("character_set_connection", "utf8mb4"))
+        assert cur.fetchall() == (
+            ("character_set_client", "utf8mb4"),
+            ("character_set_connection", "utf8mb4"),
+        )
         cur.execute("SHOW WARNINGS")
         assert cur.fetchall() == ()
         cur.execute("BEGIN")
@@ -324,10 +335,37 @@ def test_kill_connection_from_another_session(port, executor):
         with pytest.raises(pymysql.err.OperationalError) as err:
             cur.execute("KILL 999999")
         assert err.value.args[0] == 1094
-    with pytest.raises(pymysql.err.Error):
-        with victim.cursor() as cur:
-            cur.execute("SELECT 1")
-            cur.fetchall()
+    with pytest.raises(pymysql.err.Error), victim.cursor() as cur:
+        cur.execute("SELECT 1")
+        cur.fetchall()
+    killer.close()
+
+
+def test_kill_query_interrupts_a_running_statement_only(port, executor):
+    victim = connect(port)
+    outcome: list[BaseException] = []
+
+    def run_long_statement() -> None:
+        try:
+            with victim.cursor() as cur:
+                cur.execute("SLEEP")
+        except pymysql.err.Error as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run_long_statement)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while "SLEEP" not in executor.statements() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    killer = connect(port)
+    with killer.cursor() as cur:
+        cur.execute(f"KILL QUERY {victim.thread_id()}")
+    worker.join(10)
+    assert [exc.args[0] for exc in outcome] == [1317]
+    with victim.cursor() as cur:  # the session survives a killed query
+        cur.execute("SELECT 1")
+        assert cur.fetchone() == (1,)
+    victim.close()
     killer.close()
 
 
@@ -397,7 +435,7 @@ def test_mariadb_cli_batch(port, executor):
     out = subprocess.run(
         [MARIADB, "-h127.0.0.1", f"-P{port}", "-uroot", "--batch",
          "-e", "select @@version_comment limit 1; select database(), user();"],
-        capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -406,17 +444,19 @@ def test_mariadb_cli_batch(port, executor):
 
     out = subprocess.run(
         [MARIADB, "-h127.0.0.1", f"-P{port}", "-uroot", "--batch", "-e", "use db1; show tables; select database()"],
-        capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["Tables_in_db1", "t1", "database()", "db1"]
 
     out = subprocess.run(
         [MARIADB, "-h127.0.0.1", f"-P{port}", "-ualice", "-pwrong", "-e", "select 1"],
-        capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert out.returncode == 1
-    assert "ERROR 1045 (28000): Access denied for user 'alice'@'127.0.0.1' (using password: YES)" in out.stderr
+    assert (
+        "ERROR 1045 (28000): Access denied for user 'alice'@'127.0.0.1' (using password: YES)" in out.stderr
+    )
 
 
 @needs_mariadb

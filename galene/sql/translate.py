@@ -1,0 +1,379 @@
+"""Doris query → Spark SQL.
+
+Owns the rewrite of a parsed Doris query (Galene dialect tree) into Spark SQL text:
+every table reference becomes the Spark view the caller names for it (CTE names are left
+alone), Doris functions sqlglot transpiles wrongly or not at all are rewritten to Spark
+equivalents, and unaliased top-level select items get their original text as alias so
+result columns carry MySQL/Doris labels (`COUNT(*)`, `k + 1`).
+
+The rewrites rely on non-ANSI Spark semantics where Doris returns NULL instead of failing
+(e.g. a STR_TO_DATE that does not match); the engine's session is expected to run with
+`spark.sql.ansi.enabled=false`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Callable
+
+from sqlglot import exp
+from sqlglot.time import format_time
+
+from galene.sql.dialect import Galene
+
+ResolveTable = Callable[[str | None, str], str]
+
+# --- time formats -----------------------------------------------------------------------
+# Python strftime directives (sqlglot's canonical form) → Java/Spark datetime patterns.
+_PY_TO_SPARK = {
+    "%Y": "yyyy",
+    "%y": "yy",
+    "%m": "MM",
+    "%-m": "M",
+    "%d": "dd",
+    "%-d": "d",
+    "%H": "HH",
+    "%-H": "H",
+    "%I": "hh",
+    "%-I": "h",
+    "%M": "mm",
+    "%-M": "m",
+    "%S": "ss",
+    "%-S": "s",
+    "%f": "SSSSSS",
+    "%p": "a",
+    "%B": "MMMM",
+    "%b": "MMM",
+    "%A": "EEEE",
+    "%a": "EEE",
+    "%j": "DDD",
+}
+# Parsing: a numeric field between separators may have one or two digits in Doris
+# ('2020-1-5' matches %Y-%m-%d); one pattern letter parses both in Spark. Fields adjacent
+# to another field ('%Y%m%d') keep their fixed width so Spark can split them.
+_LENIENT = {"MM": "M", "dd": "d", "HH": "H", "hh": "h", "mm": "m", "ss": "s"}
+
+
+def spark_time_format(python_format: str, *, parse: bool = False) -> str:
+    """A Python-strftime format (sqlglot's canonical form) as a Spark datetime pattern."""
+    pieces: list[tuple[str, bool]] = []  # (text, is_pattern)
+    i = 0
+    while i < len(python_format):
+        ch = python_format[i]
+        if ch == "%" and i + 1 < len(python_format):
+            directive = python_format[i : i + 3] if python_format[i + 1] == "-" else python_format[i : i + 2]
+            if directive == "%%":
+                pieces.append(("%", False))
+            elif directive in _PY_TO_SPARK:
+                pieces.append((_PY_TO_SPARK[directive], True))
+            else:
+                pieces.append((directive, False))
+            i += len(directive)
+        else:
+            pieces.append((ch, False))
+            i += 1
+    out: list[str] = []
+    for idx, (text, is_pattern) in enumerate(pieces):
+        if is_pattern:
+            before_is_field = idx > 0 and pieces[idx - 1][1]
+            after_is_field = idx + 1 < len(pieces) and pieces[idx + 1][1]
+            if parse and text in _LENIENT and not before_is_field and not after_is_field:
+                text = _LENIENT[text]
+            out.append(text)
+        elif text.isalpha() or text == "'":
+            out.append("''" if text == "'" else f"'{text}'")
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def mysql_to_spark_format(mysql_format: str, *, parse: bool = False) -> str:
+    """A Doris/MySQL format (`%Y-%m-%d %H:%i:%s`) as a Spark pattern (`yyyy-MM-dd HH:mm:ss`)."""
+    python_format = format_time(mysql_format, Galene.TIME_MAPPING, Galene.TIME_TRIE) or mysql_format
+    return spark_time_format(python_format, parse=parse)
+
+
+# --- helpers ----------------------------------------------------------------------------
+def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _format_literal(node: exp.Expr | None, *, parse: bool, raw_mysql: bool = False) -> exp.Expr | None:
+    if node is None:
+        return None
+    if isinstance(node, exp.Literal) and node.is_string:
+        text = mysql_to_spark_format(node.name, parse=parse) if raw_mysql else spark_time_format(node.name, parse=parse)
+        return exp.Literal.string(text)
+    return node  # a non-literal format cannot be converted statically
+
+
+def _int_literal(node: exp.Expr) -> int | None:
+    if isinstance(node, exp.Literal):
+        try:
+            return int(node.name)
+        except ValueError:
+            return None
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        value = _int_literal(node.this)
+        return -value if value is not None else None
+    return None
+
+
+def _as_datetime_operand(node: exp.Expr) -> exp.Expr:
+    # A string literal has no type for Spark's interval arithmetic; Doris reads it as a
+    # DATE or DATETIME depending on whether it has a time part.
+    if isinstance(node, exp.Literal) and node.is_string:
+        target = "TIMESTAMP_NTZ" if len(node.name.strip()) > 10 else "DATE"
+        return exp.cast(node, exp.DataType.build(target, dialect="spark"))
+    return node
+
+
+# unit → (step per unit, Spark interval unit)
+_INTERVAL_UNITS = {
+    "YEAR": ("1", "YEAR"),
+    "QUARTER": ("3", "MONTH"),
+    "MONTH": ("1", "MONTH"),
+    "WEEK": ("7", "DAY"),
+    "DAY": ("1", "DAY"),
+    "HOUR": ("1", "HOUR"),
+    "MINUTE": ("1", "MINUTE"),
+    "SECOND": ("1", "SECOND"),
+    "MILLISECOND": ("0.001", "SECOND"),
+    "MICROSECOND": ("0.000001", "SECOND"),
+}
+
+
+def _date_delta(node: exp.DateAdd | exp.DateSub) -> exp.Expr:
+    unit = (node.text("unit") or "DAY").upper()
+    if unit not in _INTERVAL_UNITS:
+        return node
+    step, spark_unit = _INTERVAL_UNITS[unit]
+    amount = node.expression if node.expression is not None else exp.Literal.number(1)
+    n = _int_literal(amount)
+    if n is not None:
+        quantity = format(Decimal(step) * n, "f")
+        interval: exp.Expr = exp.Interval(this=exp.Literal.string(quantity), unit=exp.var(spark_unit))
+    else:
+        unit_interval = exp.Interval(this=exp.Literal.string(step), unit=exp.var(spark_unit))
+        interval = exp.Mul(this=exp.Paren(this=amount), expression=unit_interval)
+    base = _as_datetime_operand(node.this)
+    op = exp.Add if isinstance(node, exp.DateAdd) else exp.Sub
+    return exp.Paren(this=op(this=base, expression=interval))
+
+
+_DIFF_UNITS = {
+    "YEARS_DIFF": "YEAR",
+    "MONTHS_DIFF": "MONTH",
+    "WEEKS_DIFF": "WEEK",
+    "DAYS_DIFF": "DAY",
+    "HOURS_DIFF": "HOUR",
+    "MINUTES_DIFF": "MINUTE",
+    "SECONDS_DIFF": "SECOND",
+    "MILLISECONDS_DIFF": "MILLISECOND",
+    "MICROSECONDS_DIFF": "MICROSECOND",
+}
+_JSON_GETTERS = {
+    "GET_JSON_STRING": None,
+    "JSON_EXTRACT_STRING": None,
+    "GET_JSON_INT": "INT",
+    "GET_JSON_BIGINT": "BIGINT",
+    "GET_JSON_DOUBLE": "DOUBLE",
+}
+_REGEX_SPECIAL = set("\\.^$|?*+()[]{}")
+
+
+def _regex_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in _REGEX_SPECIAL else ch for ch in text)
+
+
+def _literal_split(string: exp.Expr, separator: exp.Expr) -> exp.Expr:
+    # Doris splits on a literal separator; Spark's split takes a regular expression.
+    if isinstance(separator, exp.Literal) and separator.is_string:
+        separator = exp.Literal.string(_regex_escape(separator.name))
+    return _fn("split", string, separator)
+
+
+def _anonymous(node: exp.Anonymous) -> exp.Expr:
+    name = node.name.upper()
+    args = node.expressions
+    if name in _DIFF_UNITS and len(args) == 2:
+        # Doris X_DIFF(end, start) counts whole units from start to end.
+        return _fn("timestampdiff", exp.var(_DIFF_UNITS[name]), args[1], args[0])
+    if name in _JSON_GETTERS and len(args) == 2:
+        getter = _fn("get_json_object", args[0], args[1])
+        target = _JSON_GETTERS[name]
+        return exp.cast(getter, exp.DataType.build(target, dialect="spark")) if target else getter
+    if name == "EXPLODE_SPLIT" and len(args) == 2:
+        return _fn("explode", _literal_split(args[0], args[1]))
+    if name == "SPLIT_BY_STRING" and len(args) == 2:
+        return _literal_split(args[0], args[1])
+    if name == "UNIX_TIMESTAMP" and len(args) == 2:
+        return _fn("unix_timestamp", args[0], _format_literal(args[1], parse=True, raw_mysql=True))
+    return node
+
+
+def _group_concat(node: exp.GroupConcat) -> exp.Expr:
+    separator = node.args.get("separator") or exp.Literal.string(DEFAULT_GROUP_CONCAT_SEPARATOR)
+    this = node.this
+    order = None
+    if isinstance(this, exp.Order):
+        order, this = this, this.this
+    distinct = isinstance(this, exp.Distinct)
+    if distinct:
+        this = this.expressions[0] if len(this.expressions) == 1 else exp.Concat(expressions=this.expressions)
+    value = exp.cast(this, exp.DataType.build("STRING", dialect="spark"))
+    if order is not None:
+        arg: exp.Expr = exp.Distinct(expressions=[value]) if distinct else value
+        ordering = exp.Order(expressions=order.expressions)
+        return exp.WithinGroup(this=_fn("listagg", arg, separator), expression=ordering)
+    collected = _fn("collect_set" if distinct else "collect_list", value)
+    return _fn("concat_ws", separator, collected)
+
+
+# Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
+DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
+
+_CAST_TYPES = {
+    exp.DType.DATETIME: "TIMESTAMP_NTZ",
+    exp.DType.INT128: "DECIMAL(38, 0)",
+    exp.DType.VARCHAR: "STRING",
+    exp.DType.CHAR: "STRING",
+    exp.DType.TEXT: "STRING",
+    exp.DType.JSON: "STRING",
+}
+
+
+def _rewrite_function(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, (exp.DateAdd, exp.DateSub)):
+        return _date_delta(node)
+    if isinstance(node, exp.UnixToTime):
+        fmt = node.args.get("format")
+        if fmt is not None:
+            return _fn("from_unixtime", node.this, _format_literal(fmt, parse=False))
+        if node.args.get("scale") is None:
+            return _fn("from_unixtime", node.this)  # Doris: a 'yyyy-MM-dd HH:mm:ss' string
+        return node
+    if isinstance(node, exp.UnixToStr):
+        return _fn("from_unixtime", node.this, _format_literal(node.args.get("format"), parse=False))
+    if isinstance(node, exp.StrToDate):
+        return _fn("to_date", node.this, _format_literal(node.args.get("format"), parse=True))
+    if isinstance(node, exp.StrToTime):
+        return _fn("to_timestamp_ntz", node.this, _format_literal(node.args.get("format"), parse=True))
+    if isinstance(node, exp.TimeToStr):
+        value = node.this
+        if isinstance(value, exp.TsOrDsToTimestamp):
+            value = value.this
+        return _fn("date_format", value, _format_literal(node.args.get("format"), parse=False))
+    if isinstance(node, exp.GroupConcat):
+        return _group_concat(node)
+    if isinstance(node, exp.Anonymous):
+        return _anonymous(node)
+    if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
+        return exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
+    return node
+
+
+# --- tables -----------------------------------------------------------------------------
+def _rewrite_tables(node: exp.Expr, resolve_table: ResolveTable, ctes: frozenset[str]) -> None:
+    if isinstance(node, exp.Table):
+        _rewrite_table(node, resolve_table, ctes)
+        # a Table's own children (joins, laterals, pivots) may hold further tables
+    with_ = node.args.get("with_")
+    if isinstance(with_, exp.With):
+        ctes = ctes | {cte.alias_or_name.lower() for cte in with_.expressions}
+    for child in list(node.iter_expressions()):
+        if isinstance(child, exp.Identifier):
+            continue
+        _rewrite_tables(child, resolve_table, ctes)
+
+
+def _rewrite_table(table: exp.Table, resolve_table: ResolveTable, ctes: frozenset[str]) -> None:
+    if not isinstance(table.this, exp.Identifier):
+        return  # a table-valued function such as numbers(...) or S3(...)
+    name = table.name
+    db = table.db or None
+    if db is None and name.lower() in ctes:
+        return
+    view = exp.to_table(resolve_table(db, name), dialect="spark")
+    table.set("this", view.this)
+    table.set("db", view.args.get("db"))
+    table.set("catalog", view.args.get("catalog"))
+    if not table.args.get("alias"):
+        # Column references qualified by the table name keep resolving.
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+
+
+def _unqualify_databases(tree: exp.Expr) -> None:
+    # `db.t.c` column references: the database part names nothing in Spark.
+    for column in tree.find_all(exp.Column):
+        if column.args.get("db") is not None:
+            column.set("db", None)
+            column.set("catalog", None)
+
+
+# --- labels -----------------------------------------------------------------------------
+def _outer_select(query: exp.Expr) -> exp.Select | None:
+    node = query
+    while True:
+        if isinstance(node, exp.Select):
+            return node
+        if isinstance(node, exp.SetOperation):
+            node = node.this
+        elif isinstance(node, exp.Subquery):
+            node = node.this
+        else:
+            return None
+
+
+def _label(item: exp.Expr) -> str:
+    if isinstance(item, exp.Literal) and item.is_string:
+        return item.name  # MySQL labels a string literal with its value
+    return item.meta.get("sql_text") or item.sql(dialect=Galene)
+
+
+def output_labels(query: exp.Expr) -> list[str] | None:
+    """Result column labels Doris/MySQL show, or None when a `*` makes them schema-dependent."""
+    select = _outer_select(query)
+    if select is None:
+        return None
+    labels: list[str] = []
+    for item in select.expressions:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            return None
+        if isinstance(item, exp.Alias):
+            labels.append(item.alias)
+        elif isinstance(item, exp.Column):
+            labels.append(item.name)
+        else:
+            labels.append(_label(item))
+    return labels
+
+
+def _alias_projections(query: exp.Expr) -> None:
+    select = _outer_select(query)
+    if select is None:
+        return
+    items = []
+    for item in select.expressions:
+        if isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+            items.append(item)
+        else:
+            items.append(exp.alias_(item, _label(item), quoted=True))
+    select.set("expressions", items)
+
+
+# --- entry point ------------------------------------------------------------------------
+def to_spark_sql(query: exp.Expr, resolve_table: ResolveTable) -> str:
+    """Spark SQL for a Doris query. `resolve_table(db or None, name)` returns the Spark view
+    name for a table (and raises for an unknown one; the error propagates)."""
+    tree = query.copy()
+    _rewrite_tables(tree, resolve_table, frozenset())
+    _unqualify_databases(tree)
+    _alias_projections(tree)
+    # Children before parents, so a rewritten node's arguments are already rewritten
+    # (sqlglot's transform() does not revisit the inside of a replaced node).
+    for node in reversed(list(tree.dfs())):
+        new = _rewrite_function(node)
+        if new is not node:
+            node.replace(new)
+    return tree.sql(dialect="spark")
