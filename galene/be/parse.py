@@ -70,7 +70,7 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
     schema = storage_schema(table)
     if opts.compress_type:
         body = _decompress(body, opts.compress_type)
-    if not body.strip():
+    if _is_blank(body):
         return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
 
     if opts.format in CSV_FORMATS:
@@ -105,6 +105,11 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
         num_unselected=0,
         errors=all_errors[:max_error_rows],
     )
+
+
+def _is_blank(body: bytes) -> bool:
+    # Only a short body can be all whitespace worth checking; strip() would copy a big one.
+    return len(body) == 0 or (len(body) < 4096 and not body.strip())
 
 
 # --- source plan: which source field feeds which table column ------------------------------------
@@ -301,7 +306,7 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
         if "UTF8" in text or "utf8" in text.lower():
             raise LoadError(f"[DATA_QUALITY_ERROR]the load data is not valid UTF-8: {text}") from None
         raise LoadError(f"[DATA_QUALITY_ERROR]failed to parse the CSV data: {text}") from None
-    columns = {i: tbl.column(i).combine_chunks() for i in range(len(names))}
+    columns = {i: tbl.column(i) for i in range(len(names))}
     sep_out = opts.column_separator.decode("utf-8", "replace")
 
     def render(indices: list[int]) -> list[str]:
@@ -339,19 +344,22 @@ def _read_json(body: bytes, plan: _SourcePlan, opts: LoadOptions) -> _Source:
     except pa.ArrowInvalid:
         struct = None
     if struct is not None:
-        by_key = {}
+        by_key: dict[str, list[pa.Array]] = {}
         for i in range(struct.type.num_fields):
-            by_key.setdefault(struct.type.field(i).name.lower(), struct.field(i))
+            by_key.setdefault(struct.type.field(i).name.lower(), []).append(struct.field(i))
         columns = {}
         for idx, name in enumerate(wanted):
-            arr = by_key.get(name)
-            if arr is None:
+            arrays = by_key.get(name)
+            if arrays is None:
                 columns[idx] = pa.nulls(len(struct), pa.string())
                 continue
-            if plan.targets[idx] is not None and not _arrow_to_text_ok(arr.type, plan.targets[idx].type):
+            target = plan.targets[idx]
+            if target is not None and not all(_arrow_to_text_ok(a.type, target.type) for a in arrays):
                 struct = None  # e.g. a timestamp-looking string headed for a VARCHAR: keep the text
                 break
-            columns[idx] = arr if arr.type == pa.string() else pc.cast(arr, pa.string())
+            texts = [a if a.type == pa.string() else pc.cast(a, pa.string()) for a in arrays]
+            # Keys differing only in case ("ID" in one row, "id" in another) are one column.
+            columns[idx] = texts[0] if len(texts) == 1 else pc.coalesce(*texts)
         if struct is not None:
             n = len(struct)
             return _Source(n, False, columns, [], 0, _json_renderer(plan.names, columns))
@@ -545,6 +553,11 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
             too_long = over if over.any() else None
         return Conversion(text, None, too_long)
 
+    quick = _quick_cast(text, ctype, arrow_type)
+    if quick is not None:
+        return Conversion(quick, None, None)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
     present = _mask(pc.is_valid(text))
     trimmed = pc.utf8_trim_whitespace(text)
     if name in INT_BOUNDS and name != "LARGEINT":
@@ -567,6 +580,24 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
         raise LoadError(f"unsupported column type {ctype.to_desc()}")
     bad = present & ~ok
     return Conversion(values, bad if bad.any() else None, None)
+
+
+def _quick_cast(text, ctype: ColumnType, arrow_type: pa.DataType):
+    """Arrow's own cast when every value converts exactly; None when any does not.
+
+    Arrow's parsers accept a subset of what Doris accepts (ISO dates, plain numbers), so a
+    clean column costs one cast; the mask-building converters run only for columns with a
+    value Arrow refuses.
+    """
+    if ctype.name == "BOOLEAN":
+        return None  # Arrow's bool cast has its own idea of true/false spellings
+    try:
+        values = pc.cast(text, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if ctype.name == "DATETIME":
+        values = truncate_datetime(values, ctype.precision)
+    return values
 
 
 def _to_int(text: pa.Array, name: str, arrow_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
@@ -640,9 +671,48 @@ _TEMPORAL_RE = (
 )
 
 
-def _int_field(parts: pa.StructArray, name: str) -> np.ndarray:
-    texts = pc.utf8_lpad(parts.field(name), width=1, padding="0")
-    return pc.cast(texts, pa.int64()).to_numpy(zero_copy_only=False)
+_FIXED_TEMPORAL_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?: [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,9})?)?$"
+_FIELDS = ("y", "m", "d", "H", "M", "S", "f")
+# Where each field sits in the common fixed-width form 'YYYY-MM-DD HH:MM:SS.ffffff'.
+_FIXED_SLICES = {"y": (0, 4), "m": (5, 7), "d": (8, 10), "H": (11, 13), "M": (14, 16), "S": (17, 19), "f": (20, 26)}
+
+
+def _digits_to_int(texts) -> np.ndarray:
+    padded = pc.utf8_lpad(pc.fill_null(texts, ""), width=1, padding="0")
+    return pc.cast(padded, pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def _frac_to_micros(texts) -> np.ndarray:
+    six = pc.utf8_slice_codeunits(pc.utf8_rpad(pc.fill_null(texts, ""), width=6, padding="0"), 0, 6)
+    return pc.cast(six, pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def _temporal_fields(text: pa.Array) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(matched, field arrays) of date/datetime text; 'f' is already in microseconds.
+
+    The fixed-width form is cut by position (cheap kernels); only the other rows go through
+    the capturing regex, which is several times slower.
+    """
+    n = len(text)
+    fixed = _mask(pc.match_substring_regex(text, _FIXED_TEMPORAL_RE))
+    fields = {k: np.zeros(n, dtype=np.int64) for k in _FIELDS}
+    if fixed.any():
+        only_fixed = _only(fixed, text)
+        for key, (start, stop) in _FIXED_SLICES.items():
+            piece = pc.utf8_slice_codeunits(only_fixed, start, stop)
+            fields[key][:] = _frac_to_micros(piece) if key == "f" else _digits_to_int(piece)
+    matched = fixed.copy()
+    others = np.flatnonzero(~fixed & _mask(pc.is_valid(text)))
+    if others.size:
+        subset = text.take(pa.array(others))
+        parts = pc.extract_regex(subset, _TEMPORAL_RE)
+        ok = _mask(pc.is_valid(parts))
+        parts = pc.fill_null(parts, pa.scalar({k: "" for k in _FIELDS}, parts.type))
+        for key in _FIELDS:
+            child = parts.field(key)
+            fields[key][others] = _frac_to_micros(child) if key == "f" else _digits_to_int(child)
+        matched[others] = ok
+    return matched, fields
 
 
 def _to_temporal(text: pa.Array, name: str, precision: int) -> tuple[pa.Array, np.ndarray]:
@@ -651,23 +721,16 @@ def _to_temporal(text: pa.Array, name: str, precision: int) -> tuple[pa.Array, n
     text = pc.replace_substring_regex(
         text, r"^([0-9]{4})([0-9]{2})([0-9]{2})([0-9]{2})([0-9]{2})([0-9]{2})$", r"\1-\2-\3 \4:\5:\6"
     )
-    parts = pc.extract_regex(text, _TEMPORAL_RE)
-    shape_ok = _mask(pc.is_valid(parts))
-    empty = {k: "" for k in ("y", "m", "d", "H", "M", "S", "f")}
-    parts = pc.fill_null(parts, pa.scalar(empty, parts.type))
-    y, m, d = (_int_field(parts, k) for k in ("y", "m", "d"))
-    hh, mm, ss = (_int_field(parts, k) for k in ("H", "M", "S"))
+    shape_ok, f = _temporal_fields(text)
+    y, m, d, hh, mm, ss = f["y"], f["m"], f["d"], f["H"], f["M"], f["S"]
     leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
     month_days = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
-    m_index = np.clip(m - 1, 0, 11)
-    dim = month_days[m_index] + ((m == 2) & leap)
+    dim = month_days[np.clip(m - 1, 0, 11)] + ((m == 2) & leap)
     ok = shape_ok & (m >= 1) & (m <= 12) & (d >= 1) & (d <= dim) & (hh <= 23) & (mm <= 59) & (ss <= 59)
     days = days_from_civil(y, m, d)
     if name == "DATE":
         return pa.array(days.astype(np.int32), pa.date32(), mask=~ok), ok
-    frac_text = pc.utf8_slice_codeunits(pc.utf8_rpad(parts.field("f"), width=6, padding="0"), 0, 6)
-    micros_frac = pc.cast(frac_text, pa.int64()).to_numpy(zero_copy_only=False)
-    micros = days * 86_400_000_000 + ((hh * 60 + mm) * 60 + ss) * 1_000_000 + micros_frac
+    micros = days * 86_400_000_000 + ((hh * 60 + mm) * 60 + ss) * 1_000_000 + f["f"]
     step = 10 ** (6 - precision)
     if step > 1:
         micros = micros - micros % step

@@ -70,7 +70,8 @@ def route_rows(
     num_unplaced = int(unplaced.sum())
     errors = _no_partition_errors(data, table, np.flatnonzero(unplaced)[:max_error_rows]) if num_unplaced else []
 
-    if table.distribution_type == "HASH" and table.distribution_columns:
+    multi_bucket = any(len(p.tablet_ids) > 1 for p in table.partitions)
+    if multi_bucket and table.distribution_type == "HASH" and table.distribution_columns:
         hashes = hash_columns([data.column(_column_name(table, c)) for c in table.distribution_columns])
     else:
         hashes = None

@@ -18,6 +18,7 @@ rowset version needs no merging across versions.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 from pyspark.sql import Column as SparkColumn
@@ -33,6 +34,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructField,
@@ -133,10 +135,10 @@ def _versioned_read(
                 names_unique = False
             version_of_name[name] = r.version
     if names_unique:
-        # Folded by the optimizer into one map literal; the lookup is per row but cheap.
-        version_map = F.create_map(
-            *[x for name, v in version_of_name.items() for x in (F.lit(name), F.lit(v).cast("long"))]
-        )
+        # One JSON string literal instead of a literal per file: building the map costs one
+        # call into the JVM whatever the number of files, and the optimizer folds
+        # from_json(literal) into a map literal evaluated once.
+        version_map = F.from_json(F.lit(json.dumps(version_of_name)), MapType(StringType(), LongType()))
         df = spark.read.schema(schema).parquet(*paths)
         return df.withColumn(VERSION_COL, version_map[F.col("_metadata.file_name")])
     # Same file name under two tablets: fall back to one read per version.

@@ -11,8 +11,8 @@ Errors carry Doris-like detail messages.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import Callable
 
 import msgspec
 from sqlglot import exp
@@ -206,13 +206,19 @@ def _apply_keys(columns: list[Column], keys_type: str, keys: list[str]) -> list[
     for c in columns[len(keys) :]:
         if keys_type == "AGG_KEYS":
             if c.aggregation is None:
-                raise AnalysisError(f"AGG_KEYS table should specify aggregate type for non-key column[{c.name}]")
+                raise AnalysisError(
+                    f"AGG_KEYS table should specify aggregate type for non-key column[{c.name}]"
+                )
             if c.aggregation not in SUPPORTED_AGGREGATIONS:
                 raise AnalysisError(f"Aggregate type {c.aggregation} of column[{c.name}] is not supported")
             if c.aggregation == "SUM" and not c.type.is_numeric:
-                raise AnalysisError(f"Invalid aggregate function 'SUM' for column[{c.name}] of type {c.type.to_desc()}")
+                raise AnalysisError(
+                    f"Invalid aggregate function 'SUM' for column[{c.name}] of type {c.type.to_desc()}"
+                )
         elif c.aggregation is not None:
-            raise AnalysisError(f"{keys_type} table should not specify aggregate type for non-key column[{c.name}]")
+            raise AnalysisError(
+                f"{keys_type} table should not specify aggregate type for non-key column[{c.name}]"
+            )
     return key_names
 
 
@@ -240,7 +246,9 @@ def _normalize_value(value: str, column: Column) -> str:
                 return "false"
             raise ValueError(value)
     except (ValueError, InvalidOperation):
-        raise AnalysisError(f"Invalid {t.to_desc()} value '{value}' for partition column [{column.name}]") from None
+        raise AnalysisError(
+            f"Invalid {t.to_desc()} value '{value}' for partition column [{column.name}]"
+        ) from None
     return value
 
 
@@ -289,7 +297,9 @@ def _fmt_range(lower: list[str] | None, upper: list[str] | None) -> str:
     return f"[({lo}), ({hi}))"
 
 
-def _range_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]) -> list[Partition]:
+def _range_partitions(
+    nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
+) -> list[Partition]:
     parts: list[Partition] = []
     for node in nodes:
         if isinstance(node, RangePartitionLessThan):
@@ -298,8 +308,12 @@ def _range_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Calla
             upper = None if values and all(v == MAXVALUE for v in values) else values
             upper_key = bound_sort_key(upper, columns, upper=True)
             # Doris: a LESS THAN partition starts where the highest range below it ends.
-            below = [p for p in parts if bound_sort_key(p.range_upper, columns, True) <= upper_key]
-            lower = max(below, key=lambda p: bound_sort_key(p.range_upper, columns, True)).range_upper if below else None
+            below = [p for p in parts if bound_sort_key(p.range_upper, columns, True) < upper_key]
+            lower = (
+                max(below, key=lambda p: bound_sort_key(p.range_upper, columns, True)).range_upper
+                if below
+                else None
+            )
         elif isinstance(node, RangePartitionFixed):
             name = node.name
             lower = _bound_values(node.args["lower"], columns, name)
@@ -308,7 +322,9 @@ def _range_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Calla
             if any(v == MAXVALUE for v in lower):
                 raise AnalysisError(f"The lower values of partition {name} can not be MAXVALUE")
         else:
-            raise AnalysisError("Only VALUES LESS THAN and VALUES [...) partitions are supported in RANGE partitioning")
+            raise AnalysisError(
+                "Only VALUES LESS THAN and VALUES [...) partitions are supported in RANGE partitioning"
+            )
         lo_key = bound_sort_key(lower, columns, upper=False)
         hi_key = bound_sort_key(upper, columns, upper=True)
         if lo_key >= hi_key:
@@ -330,7 +346,9 @@ def _range_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Calla
     return parts
 
 
-def _list_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]) -> list[Partition]:
+def _list_partitions(
+    nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
+) -> list[Partition]:
     parts: list[Partition] = []
     seen: dict[tuple, str] = {}
     for node in nodes:
@@ -349,7 +367,9 @@ def _list_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Callab
                 raise AnalysisError(f"MAXVALUE is not allowed in list partition {name}")
             key = tuple(_typed(v, c) for v, c in zip(item, columns))
             if key in seen:
-                raise AnalysisError(f"The partition key[{', '.join(item)}] in partition item[{name}] is conflict")
+                raise AnalysisError(
+                    f"The partition key[{', '.join(item)}] in partition item[{name}] is conflict"
+                )
             seen[key] = name
             items.append(item)
         if not items:
@@ -364,7 +384,9 @@ def _list_partitions(nodes: list[exp.Expr], columns: list[Column], alloc: Callab
 def _partition_columns(prop: exp.Expr, columns: list[Column], keys_type: str, kind: str) -> list[Column]:
     result: list[Column] = []
     for node in prop.args.get("partition_expressions") or []:
-        if not isinstance(node, (exp.Column, exp.Identifier)) or (isinstance(node, exp.Column) and node.table):
+        if not isinstance(node, (exp.Column, exp.Identifier)) or (
+            isinstance(node, exp.Column) and node.table
+        ):
             raise AnalysisError(f"Unsupported partition expression: {node.sql(dialect=Galene)}")
         col = _find(columns, node.name)
         if col is None:
@@ -376,7 +398,9 @@ def _partition_columns(prop: exp.Expr, columns: list[Column], keys_type: str, ki
         if col.type.name in ("FLOAT", "DOUBLE"):
             raise AnalysisError("Floating point type column can not be partition column")
         if col.type.name in ("STRING", "JSON"):
-            raise AnalysisError(f"Column[{col.name}] type[{col.type.to_desc()}] cannot be a {kind.lower()} partition key.")
+            raise AnalysisError(
+                f"Column[{col.name}] type[{col.type.to_desc()}] cannot be a {kind.lower()} partition key."
+            )
         if col in result:
             raise AnalysisError(f"Duplicated partition column {col.name}")
         result.append(col)
@@ -406,7 +430,8 @@ def table_from_create(
     if columns is not None:
         # copies: the caller's columns are not mutated
         cols = [msgspec.structs.replace(c, is_key=False, aggregation=None) for c in columns]
-        names = [d.name for d in defs if d.args.get("kind") is None]
+        names = [e.name for e in (schema.expressions if schema else []) if isinstance(e, exp.Identifier)]
+        names += [d.name for d in defs if d.args.get("kind") is None]
         if names:
             if len(names) != len(cols):
                 raise AnalysisError("Number of columns don't equal number of SELECT statement's select list")

@@ -42,25 +42,25 @@ for _unit in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECO
 class AggregationColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
     """`v BIGINT SUM`: the aggregate type of an AGGREGATE KEY value column (this = Var)."""
 
-    arg_types = {"this": True}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
 
 
 class RangePartitionLessThan(exp.Expression):
     """`PARTITION p VALUES LESS THAN (v, …)`; `MAXVALUE` entries are Var('MAXVALUE')."""
 
-    arg_types = {"this": True, "expressions": True}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
 
 
 class RangePartitionFixed(exp.Expression):
     """`PARTITION p VALUES [(lower, …), (upper, …))`: lower/upper are lists of expressions."""
 
-    arg_types = {"this": True, "lower": True, "upper": True}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "lower": True, "upper": True}
 
 
 class ListPartition(exp.Expression):
     """`PARTITION p VALUES IN (v, …)`; each entry is a literal or a Tuple (multi-column)."""
 
-    arg_types = {"this": True, "expressions": True}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
 
 
 class DescribeAll(exp.Describe):
@@ -74,7 +74,7 @@ class AlterSystem(exp.Expression):
     strings, properties = list of Property.
     """
 
-    arg_types = {"this": True, "expressions": True, "properties": False}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True, "properties": False}
 
 
 class LabeledInsertTarget(exp.Expression):
@@ -83,7 +83,7 @@ class LabeledInsertTarget(exp.Expression):
     this = Table or Schema (table with its column list), label = Identifier.
     """
 
-    arg_types = {"this": True, "label": True}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "label": True}
 
 
 def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:
@@ -101,7 +101,7 @@ class Galene(Doris):
     """Doris SQL as Galene accepts it."""
 
     class Tokenizer(Doris.Tokenizer):
-        KEYWORDS = {
+        KEYWORDS: t.ClassVar[dict] = {
             **Doris.Tokenizer.KEYWORDS,
             "LARGEINT": TokenType.INT128,
             "DATEV1": TokenType.DATE,
@@ -114,22 +114,22 @@ class Galene(Doris):
         }
 
     class Parser(Doris.Parser):
-        FUNCTIONS = {
+        FUNCTIONS: t.ClassVar[dict] = {
             **Doris.Parser.FUNCTIONS,
             **{name: _build_unit_delta(node, unit) for name, (node, unit) in _UNIT_ADD_FUNCTIONS.items()},
         }
 
-        FUNCTION_PARSERS = {
+        FUNCTION_PARSERS: t.ClassVar[dict] = {
             **Doris.Parser.FUNCTION_PARSERS,
             "GROUP_CONCAT": lambda self: self._parse_doris_group_concat(),
         }
 
-        PROPERTY_PARSERS = {
+        PROPERTY_PARSERS: t.ClassVar[dict] = {
             **Doris.Parser.PROPERTY_PARSERS,
             "AGGREGATE": lambda self: self._parse_composite_key_property(exp.AggregateKeyProperty),
         }
 
-        SHOW_PARSERS = {
+        SHOW_PARSERS: t.ClassVar[dict] = {
             **Doris.Parser.SHOW_PARSERS,
             "BACKENDS": lambda self: self.expression(exp.Show(this="BACKENDS")),
             "FRONTENDS": lambda self: self.expression(exp.Show(this="FRONTENDS")),
@@ -316,19 +316,19 @@ class Galene(Doris):
             return target
 
     class Generator(Doris.Generator):
-        TYPE_MAPPING = {
+        TYPE_MAPPING: t.ClassVar[dict] = {
             **Doris.Generator.TYPE_MAPPING,
             exp.DType.INT128: "LARGEINT",
         }
 
-        PROPERTIES_LOCATION = {
+        PROPERTIES_LOCATION: t.ClassVar[dict] = {
             **Doris.Generator.PROPERTIES_LOCATION,
             exp.AggregateKeyProperty: exp.Properties.Location.POST_SCHEMA,
             exp.DuplicateKeyProperty: exp.Properties.Location.POST_SCHEMA,
             exp.DistributedByProperty: exp.Properties.Location.POST_SCHEMA,
         }
 
-        TRANSFORMS = {
+        TRANSFORMS: t.ClassVar[dict] = {
             **Doris.Generator.TRANSFORMS,
             AggregationColumnConstraint: lambda self, e: self.sql(e, "this"),
             RangePartitionLessThan: lambda self, e: self._range_less_than_sql(e),

@@ -22,7 +22,7 @@ from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
-from galene.sql.show import desc_rows, show_columns, show_create_table
+from galene.sql.show import describe, show_columns, show_create_table
 from galene.sql.translate import to_spark_sql
 
 log = logging.getLogger(__name__)
@@ -139,11 +139,7 @@ class SqlExecutor:
 
     async def _do_Describe(self, s, ctx):
         _, table = self._table(s.db, s.table, ctx)
-        rows = desc_rows(table, all=getattr(s, "all", False))
-        if getattr(s, "all", False) and rows and len(rows[0]) != 6:
-            names = ["IndexName", "IndexKeysType", "Field", "Type", "InternalType", "Null", "Key", "Default", "Extra", "Visible", "DefineExpr", "WhereClause"][: len(rows[0])]
-        else:
-            names = ["Field", "Type", "Null", "Key", "Default", "Extra"]
+        names, rows = describe(table, getattr(s, "all", False))
         return StatementResult(columns=_cols(*names), rows=rows)
 
     async def _do_ShowCreateTable(self, s, ctx):
@@ -216,6 +212,10 @@ class SqlExecutor:
         return await self.fe.show_proc(s.path)
 
     async def _do_Set(self, s, ctx):
+        return StatementResult()
+
+    async def _do_Transaction(self, s, ctx):
+        # Doris autocommits every statement; BEGIN/COMMIT/ROLLBACK are accepted as no-ops.
         return StatementResult()
 
     # --- queries --------------------------------------------------------------------

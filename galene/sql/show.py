@@ -9,8 +9,11 @@ delete sign) are never shown.
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from galene.catalog.model import Column, Partition, Table
 from galene.sql.ddl import bound_sort_key
+from galene.sql.dialect import Galene
 
 _KEYS_SQL = {"DUP_KEYS": "DUPLICATE KEY", "UNIQUE_KEYS": "UNIQUE KEY", "AGG_KEYS": "AGGREGATE KEY"}
 # Defaults Doris prints unquoted because they are functions, not literals.
@@ -32,7 +35,17 @@ DESC_ALL_COLUMNS = [
     "WhereClause",
 ]
 SHOW_COLUMNS_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
-SHOW_FULL_COLUMNS_COLUMNS = ["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+SHOW_FULL_COLUMNS_COLUMNS = [
+    "Field",
+    "Type",
+    "Collation",
+    "Null",
+    "Key",
+    "Default",
+    "Extra",
+    "Privileges",
+    "Comment",
+]
 
 
 def quote_ident(name: str) -> str:
@@ -63,6 +76,11 @@ def _column_sql(c: Column) -> str:
     return "  " + " ".join(parts)
 
 
+def _partition_name(name: str) -> str:
+    # Doris prints partition names bare; quote only what would not read back as a name.
+    return exp.to_identifier(name).sql(dialect=Galene)
+
+
 def _values_sql(values: list[str]) -> str:
     return "(" + ", ".join("MAXVALUE" if v == "MAXVALUE" else quote_string(v) for v in values) + ")"
 
@@ -71,8 +89,8 @@ def _range_partition_sql(p: Partition) -> str:
     upper = "(MAXVALUE)" if p.range_upper is None else _values_sql(p.range_upper)
     if p.range_lower is None:
         # The lowest partition: LESS THAN reads back with an unbounded lower end.
-        return f"PARTITION {quote_ident(p.name)} VALUES LESS THAN {upper}"
-    return f"PARTITION {quote_ident(p.name)} VALUES [{_values_sql(p.range_lower)}, {upper})"
+        return f"PARTITION {_partition_name(p.name)} VALUES LESS THAN {upper}"
+    return f"PARTITION {_partition_name(p.name)} VALUES [{_values_sql(p.range_lower)}, {upper})"
 
 
 def _list_partition_sql(p: Partition, n_columns: int) -> str:
@@ -80,7 +98,7 @@ def _list_partition_sql(p: Partition, n_columns: int) -> str:
         items = ", ".join(quote_string(item[0]) for item in p.list_values)
     else:
         items = ", ".join(_values_sql(item) for item in p.list_values)
-    return f"PARTITION {quote_ident(p.name)} VALUES IN ({items})"
+    return f"PARTITION {_partition_name(p.name)} VALUES IN ({items})"
 
 
 def _partition_order(table: Table) -> list[Partition]:

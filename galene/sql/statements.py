@@ -383,10 +383,14 @@ def _classify_alter(node: exp.Alter, sql: str) -> Statement:
         return Other(sql=sql)
     db, table = _table_parts(node.this)
     action = actions[0]
-    if isinstance(action, exp.AlterSet) and action.expressions and not any(
-        k for k in action.args if k != "expressions" and action.args.get(k)
+    if (
+        isinstance(action, exp.AlterSet)
+        and action.expressions
+        and not any(k for k in action.args if k != "expressions" and action.args.get(k))
     ):
-        return AlterTableSetProperties(db=db, table=table, properties=property_dict(action.expressions), sql=sql)
+        return AlterTableSetProperties(
+            db=db, table=table, properties=property_dict(action.expressions), sql=sql
+        )
     if isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
         return AlterTableRename(db=db, table=table, new_name=action.this.name, sql=sql)
     return Other(sql=sql)
@@ -423,7 +427,9 @@ def _classify_insert(node: exp.Insert, sql: str) -> Statement:
     source = node.expression
     query = values = None
     if isinstance(source, exp.Values):
-        values = [list(row.expressions) if isinstance(row, exp.Tuple) else [row] for row in source.expressions]
+        values = [
+            list(row.expressions) if isinstance(row, exp.Tuple) else [row] for row in source.expressions
+        ]
     elif isinstance(source, exp.Query):
         query = source
     else:

@@ -13,12 +13,13 @@ The rewrites rely on non-ANSI Spark semantics where Doris returns NULL instead o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Callable
 
 from sqlglot import exp
 from sqlglot.time import format_time
 
+from galene.common.errors import GaleneError
 from galene.sql.dialect import Galene
 
 ResolveTable = Callable[[str | None, str], str]
@@ -102,7 +103,11 @@ def _format_literal(node: exp.Expr | None, *, parse: bool, raw_mysql: bool = Fal
     if node is None:
         return None
     if isinstance(node, exp.Literal) and node.is_string:
-        text = mysql_to_spark_format(node.name, parse=parse) if raw_mysql else spark_time_format(node.name, parse=parse)
+        text = (
+            mysql_to_spark_format(node.name, parse=parse)
+            if raw_mysql
+            else spark_time_format(node.name, parse=parse)
+        )
         return exp.Literal.string(text)
     return node  # a non-literal format cannot be converted statically
 
@@ -143,20 +148,34 @@ _INTERVAL_UNITS = {
 }
 
 
+_SUB_DAY_UNITS = ("HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND")
+
+
 def _date_delta(node: exp.DateAdd | exp.DateSub) -> exp.Expr:
+    """DATE_ADD/DATE_SUB/X_ADD/X_SUB as Spark interval arithmetic with Doris result types:
+    a DATE stays a DATE for whole-day units, anything plus hours is a DATETIME."""
     unit = (node.text("unit") or "DAY").upper()
     if unit not in _INTERVAL_UNITS:
         return node
     step, spark_unit = _INTERVAL_UNITS[unit]
     amount = node.expression if node.expression is not None else exp.Literal.number(1)
+    base = _as_datetime_operand(node.this)
+    if unit in _SUB_DAY_UNITS and not (isinstance(base, exp.Cast) and base.to.this == exp.DType.TIMESTAMPNTZ):
+        # Spark would turn DATE + hours into a session-time-zone TIMESTAMP; Doris DATETIME is NTZ.
+        base = exp.cast(base, exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     n = _int_literal(amount)
     if n is not None:
         quantity = format(Decimal(step) * n, "f")
         interval: exp.Expr = exp.Interval(this=exp.Literal.string(quantity), unit=exp.var(spark_unit))
+    elif unit in ("DAY", "WEEK"):
+        # DATE + a day-time interval is a TIMESTAMP in Spark; a calendar interval of whole
+        # days keeps it a DATE (and a TIMESTAMP_NTZ stays one).
+        zero = exp.Literal.number(0)
+        weeks, days = (amount, zero) if unit == "WEEK" else (zero, amount)
+        interval = _fn("make_interval", zero, zero, weeks, days, zero, zero, zero)
     else:
         unit_interval = exp.Interval(this=exp.Literal.string(step), unit=exp.var(spark_unit))
         interval = exp.Mul(this=exp.Paren(this=amount), expression=unit_interval)
-    base = _as_datetime_operand(node.this)
     op = exp.Add if isinstance(node, exp.DateAdd) else exp.Sub
     return exp.Paren(this=op(this=base, expression=interval))
 
@@ -213,6 +232,9 @@ def _anonymous(node: exp.Anonymous) -> exp.Expr:
 
 
 def _group_concat(node: exp.GroupConcat) -> exp.Expr:
+    """GROUP_CONCAT → concat_ws(sep, collect_list(x)); with ORDER BY the values are collected
+    with their sort keys, sorted, and projected back (Spark's listagg … WITHIN GROUP fails
+    when ordering by another column)."""
     separator = node.args.get("separator") or exp.Literal.string(DEFAULT_GROUP_CONCAT_SEPARATOR)
     this = node.this
     order = None
@@ -222,12 +244,21 @@ def _group_concat(node: exp.GroupConcat) -> exp.Expr:
     if distinct:
         this = this.expressions[0] if len(this.expressions) == 1 else exp.Concat(expressions=this.expressions)
     value = exp.cast(this, exp.DataType.build("STRING", dialect="spark"))
-    if order is not None:
-        arg: exp.Expr = exp.Distinct(expressions=[value]) if distinct else value
-        ordering = exp.Order(expressions=order.expressions)
-        return exp.WithinGroup(this=_fn("listagg", arg, separator), expression=ordering)
-    collected = _fn("collect_set" if distinct else "collect_list", value)
-    return _fn("concat_ws", separator, collected)
+    collect = "collect_set" if distinct else "collect_list"
+    if order is None:
+        return _fn("concat_ws", separator, _fn(collect, value))
+    fields: list[exp.Expr] = []
+    for i, ordered in enumerate(order.expressions):
+        key = ordered.this if isinstance(ordered, exp.Ordered) else ordered
+        fields += [exp.Literal.string(f"k{i}"), key]
+    fields += [exp.Literal.string("v"), value]
+    # One direction for all keys: that of the first ORDER BY item.
+    first = order.expressions[0]
+    ascending = not (isinstance(first, exp.Ordered) and first.args.get("desc"))
+    pairs = _fn(collect, _fn("named_struct", *fields))
+    ordered_pairs = _fn("sort_array", pairs, exp.Boolean(this=ascending))
+    project = exp.Lambda(this=exp.column("v", table="e"), expressions=[exp.to_identifier("e")])
+    return _fn("concat_ws", separator, _fn("transform", ordered_pairs, project))
 
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
@@ -294,6 +325,10 @@ def _rewrite_table(table: exp.Table, resolve_table: ResolveTable, ctes: frozense
     db = table.db or None
     if db is None and name.lower() in ctes:
         return
+    if table.args.get("partition") is not None:
+        # The caller's view covers the whole table; silently reading every partition
+        # would answer a different question.
+        raise GaleneError(f"Reading named partitions of table '{name}' is not supported")
     view = exp.to_table(resolve_table(db, name), dialect="spark")
     table.set("this", view.this)
     table.set("db", view.args.get("db"))
@@ -317,9 +352,7 @@ def _outer_select(query: exp.Expr) -> exp.Select | None:
     while True:
         if isinstance(node, exp.Select):
             return node
-        if isinstance(node, exp.SetOperation):
-            node = node.this
-        elif isinstance(node, exp.Subquery):
+        if isinstance(node, (exp.SetOperation, exp.Subquery)):
             node = node.this
         else:
             return None

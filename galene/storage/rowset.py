@@ -26,6 +26,10 @@ ROW_GROUP_BYTES = 128 << 20
 MIN_ROW_GROUP_ROWS = 64 * 1024
 MAX_ROW_GROUP_ROWS = 1024 * 1024
 COMPRESSION = "snappy"
+# A column's dictionary falls back to plain encoding once it outgrows this. The Parquet
+# default (1 MiB) makes the writer build a useless dictionary over most of a
+# high-cardinality column in tablet-sized files, which measured 2-3x slower writes.
+DICTIONARY_PAGE_LIMIT = 128 << 10
 
 
 def storage_schema(table: Table) -> pa.Schema:
@@ -126,7 +130,13 @@ def _write_parquet(fs: pafs.FileSystem, directory: str, path: str, data: pa.Tabl
         fs.create_dir(directory, recursive=True)
         out = fs.open_output_stream(path)
     with out:
-        pq.write_table(data, out, compression=COMPRESSION, row_group_size=row_group)
+        pq.write_table(
+            data,
+            out,
+            compression=COMPRESSION,
+            row_group_size=row_group,
+            dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
+        )
 
 
 def write_rowsets(

@@ -1,0 +1,424 @@
+"""Stream-load parsing: Doris filtering semantics, formats, separators, JSON, header options."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from galene.be.load_options import LoadOptions
+from galene.be.parse import parse_body
+from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
+from galene.common.errors import LoadError
+from galene.common.types import parse_type
+
+
+def col(name, type_text, **kw) -> Column:
+    return Column(name=name, type=parse_type(type_text), **kw)
+
+
+def make_table(columns, keys_type="DUP_KEYS", key_columns=None) -> Table:
+    return Table(
+        id=20,
+        db_id=10,
+        name="t",
+        columns=columns,
+        keys_type=keys_type,
+        key_columns=key_columns or [columns[0].name],
+        partitions=[Partition(id=30, name="t", tablet_ids=[40])],
+    )
+
+
+def csv_opts(**kw) -> LoadOptions:
+    kw.setdefault("column_separator", b",")
+    return LoadOptions(**kw)
+
+
+def rows(batch):
+    return batch.data.to_pylist()
+
+
+# --- the Doris regression case ----------------------------------------------------------------
+
+
+DORIS_CASE = (
+    b"1,10,2020-01-01\n2,20,2020-01-02\n3,abc,2020-01-03\n4,40,2020-01-04\n5,50,2020-13-45\n"
+    b"6,60,2020-01-06\n7,7x7,2020-01-07\n8,80,2020-01-08\n9,90,2020-01-09\n10,100,2020-01-10\n"
+)
+
+
+def doris_table():
+    return make_table([col("id", "int", nullable=False), col("v", "int"), col("d", "date")])
+
+
+def test_strict_mode_filters_unconvertible_rows_with_reasons():
+    batch = parse_body(DORIS_CASE, doris_table(), csv_opts(strict_mode=True))
+    assert (batch.num_total, batch.num_filtered, batch.data.num_rows) == (10, 3, 7)
+    assert batch.data.column("id").to_pylist() == [1, 2, 4, 6, 8, 9, 10]
+    assert [e.raw for e in batch.errors] == ["3,abc,2020-01-03", "5,50,2020-13-45", "7,7x7,2020-01-07"]
+    assert "column(v)" in batch.errors[0].reason and "abc" in batch.errors[0].reason
+    assert "strict mode" in batch.errors[0].reason and "INT" in batch.errors[0].reason
+    assert "column(d)" in batch.errors[1].reason and "2020-13-45" in batch.errors[1].reason
+
+
+def test_non_strict_mode_loads_unconvertible_values_as_null():
+    batch = parse_body(DORIS_CASE, doris_table(), csv_opts(strict_mode=False))
+    assert (batch.num_total, batch.num_filtered, batch.data.num_rows) == (10, 0, 10)
+    assert batch.data.column("v").to_pylist()[2] is None
+    assert batch.data.column("v").to_pylist()[6] is None
+    assert batch.data.column("d").to_pylist()[4] is None
+    assert batch.data.column("d").to_pylist()[0] == dt.date(2020, 1, 1)
+
+
+def test_max_error_rows_bounds_the_error_list_not_the_count():
+    body = b"".join(b"%d,bad,2020-01-01\n" % i for i in range(100))
+    batch = parse_body(body, doris_table(), csv_opts(strict_mode=True), max_error_rows=5)
+    assert batch.num_filtered == 100
+    assert len(batch.errors) == 5
+
+
+# --- NULL and NOT NULL ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_null_into_not_null_is_filtered_in_both_modes(strict):
+    table = make_table([col("id", "int", nullable=False), col("name", "varchar(10)", nullable=False)])
+    batch = parse_body(b"1,a\n\\N,b\n3,\\N\n4,d\n", table, csv_opts(strict_mode=strict))
+    assert batch.data.column("id").to_pylist() == [1, 4]
+    assert batch.num_filtered == 2
+    assert all("values is null while columns is not nullable" in e.reason for e in batch.errors)
+    assert batch.errors[0].raw == "\\N,b"
+
+
+def test_unconvertible_value_into_not_null_column_is_filtered_without_strict_mode():
+    table = make_table([col("id", "int", nullable=False), col("v", "int")])
+    batch = parse_body(b"1,1\nx,2\n", table, csv_opts())
+    assert rows(batch) == [{"id": 1, "v": 1}]
+    assert batch.num_filtered == 1
+    assert "x" in batch.errors[0].reason
+
+
+def test_backslash_n_is_null_and_empty_field_semantics():
+    table = make_table([col("k", "int"), col("s", "varchar(10)"), col("n", "int")])
+    lenient = parse_body(b"1,\\N,\n2,,5\n", table, csv_opts())
+    assert rows(lenient) == [{"k": 1, "s": None, "n": None}, {"k": 2, "s": "", "n": 5}]
+    strict = parse_body(b"1,\\N,\n2,,5\n", table, csv_opts(strict_mode=True))
+    # An empty field is a value that does not convert to INT: filtered in strict mode.
+    assert rows(strict) == [{"k": 2, "s": "", "n": 5}]
+    assert strict.num_filtered == 1
+
+
+def test_empty_field_as_null_applies_to_strings_too():
+    table = make_table([col("k", "int"), col("s", "varchar(10)")])
+    batch = parse_body(b"1,\n", table, csv_opts(empty_field_as_null=True))
+    assert rows(batch) == [{"k": 1, "s": None}]
+
+
+# --- value checks ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_varchar_longer_than_its_length_is_filtered(strict):
+    table = make_table([col("k", "int"), col("s", "varchar(4)")])
+    # VARCHAR length counts bytes: 'éé' is 4 bytes and fits, 'ééé' is 6 and does not.
+    batch = parse_body("1,abcd\n2,abcde\n3,éé\n4,ééé\n".encode(), table, csv_opts(strict_mode=strict))
+    assert batch.data.column("k").to_pylist() == [1, 3]
+    assert batch.num_filtered == 2
+    assert "too long than schema" in batch.errors[0].reason
+    assert "schema length: 4" in batch.errors[0].reason
+
+
+def test_tinyint_overflow():
+    table = make_table([col("k", "int"), col("t", "tinyint")])
+    body = b"1,127\n2,128\n3,-128\n4,-129\n5,99999999999999999999999\n"
+    strict = parse_body(body, table, csv_opts(strict_mode=True))
+    assert rows(strict) == [{"k": 1, "t": 127}, {"k": 3, "t": -128}]
+    assert strict.num_filtered == 3
+    lenient = parse_body(body, table, csv_opts())
+    assert lenient.data.column("t").to_pylist() == [127, None, -128, None, None]
+
+
+def test_bigint_edges():
+    table = make_table([col("b", "bigint")])
+    body = b"9223372036854775807\n-9223372036854775808\n9223372036854775808\n+42\n 7 \n"
+    batch = parse_body(body, table, csv_opts(strict_mode=True))
+    assert batch.data.column("b").to_pylist() == [2**63 - 1, -(2**63), 42, 7]
+    assert batch.num_filtered == 1
+
+
+def test_decimal_rounds_extra_fraction_and_filters_too_many_integer_digits():
+    table = make_table([col("k", "int"), col("d", "decimal(5,2)")])
+    body = b"1,1.5\n2,1.555\n3,-1.005\n4,999.994\n5,999.995\n6,1234.5\n7,.5\n8,1.2.3\n"
+    batch = parse_body(body, table, csv_opts(strict_mode=True))
+    got = dict(zip(batch.data.column("k").to_pylist(), batch.data.column("d").to_pylist()))
+    assert got == {
+        1: Decimal("1.50"),
+        2: Decimal("1.56"),
+        3: Decimal("-1.01"),
+        4: Decimal("999.99"),
+        7: Decimal("0.50"),
+    }
+    assert batch.num_filtered == 3  # 999.995 rounds past the precision, 1234.5, 1.2.3
+
+
+def test_dates_and_datetimes():
+    table = make_table([col("k", "int"), col("d", "date"), col("t", "datetime"), col("t3", "datetime(3)")])
+    body = (
+        b"1,2020-02-29,2020-01-01 10:11:12,2020-01-01 10:11:12.123456\n"
+        b"2,2021-02-29,2020-01-01,2020-01-01T10:11:12.9\n"
+        b"3,2020-1-5,2020-01-01 24:00:00,20200102\n"
+        b"4,20200105,2020-01-01 10:11:12.5,2020-01-01 10:11\n"
+    )
+    batch = parse_body(body, table, csv_opts())
+    assert batch.data.column("d").to_pylist() == [
+        dt.date(2020, 2, 29),
+        None,  # 2021 is no leap year
+        dt.date(2020, 1, 5),
+        dt.date(2020, 1, 5),
+    ]
+    assert batch.data.column("t").to_pylist() == [
+        dt.datetime(2020, 1, 1, 10, 11, 12),
+        dt.datetime(2020, 1, 1),
+        None,  # hour 24
+        dt.datetime(2020, 1, 1, 10, 11, 12),  # DATETIME(0) keeps no fraction
+    ]
+    assert batch.data.column("t3").to_pylist() == [
+        dt.datetime(2020, 1, 1, 10, 11, 12, 123000),
+        dt.datetime(2020, 1, 1, 10, 11, 12, 900000),
+        dt.datetime(2020, 1, 2),
+        dt.datetime(2020, 1, 1, 10, 11),
+    ]
+
+
+def test_boolean_and_float_values():
+    table = make_table([col("k", "int"), col("b", "boolean"), col("f", "double")])
+    batch = parse_body(b"1,true,1.5\n2,0,-2e3\n3,TRUE,inf\n4,yes,1,5\n5,maybe,x\n", table, csv_opts())
+    assert batch.data.column("b").to_pylist() == [True, False, True, None]
+    assert batch.data.column("f").to_pylist() == [1.5, -2000.0, float("inf"), None]
+    assert batch.num_filtered == 1  # the 4-field row
+
+
+def test_storage_schema_types():
+    table = make_table(
+        [col("a", "tinyint"), col("b", "largeint"), col("c", "decimal(10,3)"), col("d", "datetime(6)")]
+    )
+    batch = parse_body(b"1\t170141183460469231731687303715884105\t1.5\t2020-01-01 00:00:00.000001\n", table, LoadOptions())
+    assert batch.data.schema.types == [pa.int8(), pa.decimal128(38, 0), pa.decimal128(10, 3), pa.timestamp("us")]
+    assert rows(batch)[0]["b"] == 170141183460469231731687303715884105
+
+
+# --- column counts and CSV shapes -------------------------------------------------------------
+
+
+def test_wrong_column_counts_are_filtered_with_their_text():
+    table = make_table([col("a", "int"), col("b", "int"), col("c", "int")])
+    batch = parse_body(b"1,2,3\n4,5\n6,7,8,9\n10,11,12\n", table, csv_opts())
+    assert batch.data.column("a").to_pylist() == [1, 10]
+    assert (batch.num_total, batch.num_filtered) == (4, 2)
+    by_raw = {e.raw: e.reason for e in batch.errors}
+    assert "less than schema column number" in by_raw["4,5"]
+    assert "more than schema column number" in by_raw["6,7,8,9"]
+
+
+def test_wrong_column_count_plus_bad_value_both_counted():
+    table = make_table([col("a", "int"), col("b", "int")])
+    batch = parse_body(b"1,2\n3\nx,4\n", table, csv_opts(strict_mode=True))
+    assert (batch.num_total, batch.num_filtered, batch.data.num_rows) == (3, 2, 1)
+    assert len(batch.errors) == 2
+
+
+@pytest.mark.parametrize(
+    "header,sep",
+    [(",", b","), ("|", b"|"), ("\\x01", b"\x01"), ("\\t", b"\t"), ("||", b"||"), ("\\x0203", b"\x02\x03")],
+)
+def test_column_separators(header, sep):
+    opts = LoadOptions.from_headers({"column_separator": header})
+    assert opts.column_separator == sep
+    table = make_table([col("a", "int"), col("s", "varchar(10)")])
+    body = sep.join([b"1", b"x,y"]) + b"\n" + sep.join([b"2", b"z"]) + b"\n"
+    if sep == b",":
+        body = b"1,xy\n2,z\n"
+    batch = parse_body(body, table, opts)
+    assert batch.data.column("a").to_pylist() == [1, 2]
+    assert batch.num_filtered == 0
+
+
+def test_default_separator_is_tab_and_quotes_are_literal():
+    table = make_table([col("a", "int"), col("s", "varchar(10)")])
+    batch = parse_body(b'1\t"q"\n', table, LoadOptions())
+    assert rows(batch) == [{"a": 1, "s": '"q"'}]
+    enclosed = parse_body(b'1,"a,b"\n', table, LoadOptions.from_headers({"column_separator": ",", "enclose": '"'}))
+    assert rows(enclosed) == [{"a": 1, "s": "a,b"}]
+
+
+def test_custom_line_delimiter_and_skip_lines_and_headers():
+    table = make_table([col("a", "int"), col("b", "int")])
+    batch = parse_body(b"1,2;;3,4;;", table, LoadOptions.from_headers({"column_separator": ",", "line_delimiter": ";;"}))
+    assert batch.data.column("a").to_pylist() == [1, 3]
+    skipped = parse_body(b"junk\n1,2\n3,4\n", table, csv_opts(skip_lines=1))
+    assert skipped.data.column("a").to_pylist() == [1, 3]
+    named = parse_body(b"a,b\n1,2\n", table, csv_opts(format="csv_with_names"))
+    assert rows(named) == [{"a": 1, "b": 2}]
+    typed = parse_body(b"a,b\nint,int\n1,2\n", table, csv_opts(format="csv_with_names_and_types"))
+    assert rows(typed) == [{"a": 1, "b": 2}]
+
+
+def test_compressed_body():
+    table = make_table([col("a", "int")])
+    batch = parse_body(gzip.compress(b"1\n2\n"), table, LoadOptions(compress_type="gz"))
+    assert batch.data.column("a").to_pylist() == [1, 2]
+
+
+def test_empty_body_is_zero_rows():
+    table = make_table([col("a", "int")])
+    for body in (b"", b"\n\n"):
+        batch = parse_body(body, table, LoadOptions())
+        assert (batch.num_total, batch.num_filtered, batch.data.num_rows) == (0, 0, 0)
+        assert batch.data.schema.names == ["a"]
+
+
+def test_invalid_utf8_is_a_clear_load_error():
+    table = make_table([col("a", "int"), col("s", "varchar(10)")])
+    with pytest.raises(LoadError, match="UTF-8"):
+        parse_body(b"1,\xff\xfe\n", table, csv_opts())
+
+
+# --- columns header, defaults, hidden columns -------------------------------------------------
+
+
+def test_columns_subset_fills_defaults_and_nulls():
+    table = make_table(
+        [col("k", "int"), col("v", "int", default="7"), col("s", "varchar(5)"), col("t", "datetime", default="CURRENT_TIMESTAMP")]
+    )
+    batch = parse_body(b"abc,1\nxyz,2\n", table, csv_opts(columns=["s", "k"]))
+    got = rows(batch)
+    assert [(r["k"], r["v"], r["s"]) for r in got] == [(1, 7, "abc"), (2, 7, "xyz")]
+    assert all(isinstance(r["t"], dt.datetime) for r in got)
+
+
+def test_column_names_unknown_to_the_table_skip_that_field():
+    table = make_table([col("k", "int"), col("v", "int")])
+    batch = parse_body(b"1,junk,2\n", table, LoadOptions.from_headers({"columns": "k, skip_me, `v`", "column_separator": ","}))
+    assert rows(batch) == [{"k": 1, "v": 2}]
+
+
+def test_not_null_column_without_default_missing_from_columns_fails_the_load():
+    table = make_table([col("k", "int"), col("need", "int", nullable=False)])
+    with pytest.raises(LoadError, match="Column has no default value. column: need"):
+        parse_body(b"1\n", table, csv_opts(columns=["k"]))
+
+
+def test_unique_table_gets_delete_sign_zero():
+    table = make_table(
+        [col("k", "int", is_key=True), col("v", "varchar(5)"), col(DELETE_SIGN, "tinyint", nullable=False, hidden=True)],
+        keys_type="UNIQUE_KEYS",
+    )
+    batch = parse_body(b"1,a\n2,b\n", table, csv_opts())
+    assert batch.data.column_names == ["k", "v", DELETE_SIGN]
+    assert batch.data.column(DELETE_SIGN).to_pylist() == [0, 0]
+    deleting = parse_body(b"1,a,1\n", table, csv_opts(columns=["k", "v", DELETE_SIGN]))
+    assert deleting.data.column(DELETE_SIGN).to_pylist() == [1]
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def json_table():
+    return make_table([col("id", "int", nullable=False), col("name", "varchar(10)"), col("d", "date")])
+
+
+def test_json_by_line_is_the_default_and_keys_are_case_insensitive():
+    body = b'{"ID": 1, "Name": "a", "d": "2020-01-01"}\n{"id": 2, "d": "2020-01-02"}\n\n'
+    batch = parse_body(body, json_table(), LoadOptions(format="json"))
+    assert rows(batch) == [
+        {"id": 1, "name": "a", "d": dt.date(2020, 1, 1)},
+        {"id": 2, "name": None, "d": dt.date(2020, 1, 2)},
+    ]
+
+
+def test_json_strip_outer_array_and_json_root():
+    body = b'[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]'
+    batch = parse_body(body, json_table(), LoadOptions.from_headers({"format": "json", "strip_outer_array": "true"}))
+    assert batch.data.column("id").to_pylist() == [1, 2]
+    rooted = parse_body(
+        b'{"data": {"rows": [{"id": 3}]}}',
+        json_table(),
+        LoadOptions(format="json", strip_outer_array=True, json_root="$.data.rows"),
+    )
+    assert rooted.data.column("id").to_pylist() == [3]
+
+
+def test_json_array_without_strip_outer_array_is_an_error():
+    with pytest.raises(LoadError, match="strip_outer_array"):
+        parse_body(b'[{"id": 1}]', json_table(), LoadOptions(format="json", read_json_by_line=False))
+
+
+def test_json_strings_that_look_like_dates_stay_text_in_varchar():
+    table = make_table([col("id", "int"), col("s", "varchar(20)")])
+    batch = parse_body(b'{"id": 1, "s": "2020-01-01"}\n', table, LoadOptions(format="json"))
+    assert rows(batch) == [{"id": 1, "s": "2020-01-01"}]
+
+
+def test_json_mixed_value_types_and_nested_values():
+    table = make_table([col("id", "int"), col("s", "varchar(30)")])
+    body = b'{"id": 1, "s": "x"}\n{"id": "2", "s": 5}\n{"id": "bad", "s": {"a": [1]}}\n'
+    batch = parse_body(body, table, LoadOptions(format="json", strict_mode=True))
+    assert rows(batch) == [{"id": 1, "s": "x"}, {"id": 2, "s": "5"}]
+    assert batch.num_filtered == 1
+    assert '"bad"' in batch.errors[0].raw
+
+
+@pytest.mark.parametrize(
+    "body,opts",
+    [
+        (b'{"id": 1}\n{"id": \n', LoadOptions(format="json")),
+        (b'[{"id": 1}, ', LoadOptions(format="json", strip_outer_array=True)),
+    ],
+)
+def test_malformed_json_is_a_load_error(body, opts):
+    with pytest.raises(LoadError, match="Parse json data failed"):
+        parse_body(body, json_table(), opts)
+
+
+# --- header options --------------------------------------------------------------------------
+
+
+def test_from_headers_reads_values_case_insensitively():
+    opts = LoadOptions.from_headers(
+        {"Strict_Mode": "TRUE", "MAX_FILTER_RATIO": "0.3", "Format": "JSON", "Skip_Lines": "2", "timeout": "30"}
+    )
+    assert (opts.strict_mode, opts.max_filter_ratio, opts.format, opts.skip_lines, opts.timeout_s) == (
+        True,
+        0.3,
+        "json",
+        2,
+        30,
+    )
+    assert opts.json_by_line is True
+
+
+@pytest.mark.parametrize(
+    "headers,message",
+    [
+        ({"strict_mode": "yes"}, "Invalid strict mode format. Must be bool type"),
+        ({"max_filter_ratio": "2"}, "max_filter_ratio must between 0.0 and 1.0"),
+        ({"max_filter_ratio": "lots"}, "max_filter_ratio"),
+        ({"format": "xml"}, "unknown data format, format=xml"),
+        ({"skip_lines": "-3"}, "Invalid 'skip_lines': -3"),
+        ({"column_separator": "\\xZZ"}, "Invalid hex format"),
+        ({"columns": "k1, k2 = k1 + 1"}, "not supported yet"),
+    ],
+)
+def test_from_headers_rejects_bad_values(headers, message):
+    with pytest.raises(LoadError) as info:
+        LoadOptions.from_headers(headers)
+    assert message in info.value.message
+
+
+@pytest.mark.parametrize("opts", [LoadOptions(where="k > 1"), LoadOptions(jsonpaths='["$.a"]'), LoadOptions(format="parquet")])
+def test_not_yet_supported_options_are_refused_not_ignored(opts):
+    with pytest.raises(LoadError, match="not supported yet"):
+        parse_body(b"1\n", make_table([col("k", "int")]), opts)
