@@ -20,7 +20,14 @@ KNOWN_FORMATS = CSV_FORMATS + ("json", "parquet", "orc", "arrow")
 SUPPORTED_FORMATS = CSV_FORMATS + ("json",)
 
 # Doris `compress_type` values mapped to pyarrow codec names.
-COMPRESS_CODECS = {"gz": "gzip", "gzip": "gzip", "bz2": "bz2", "lz4": "lz4", "lz4frame": "lz4", "zstd": "zstd"}
+COMPRESS_CODECS = {
+    "gz": "gzip",
+    "gzip": "gzip",
+    "bz2": "bz2",
+    "lz4": "lz4",
+    "lz4frame": "lz4",
+    "zstd": "zstd",
+}
 
 
 def _invalid(message: str) -> LoadError:
@@ -185,7 +192,9 @@ def parse_columns_header(text: str) -> list[str]:
     rather than misread; plain names may be back-quoted.
     """
     if any(ch in text for ch in "=()"):
-        raise LoadError("[NOT_IMPLEMENTED_ERROR]column expressions in the `columns` header are not supported yet")
+        raise LoadError(
+            "[NOT_IMPLEMENTED_ERROR]column expressions in the `columns` header are not supported yet"
+        )
     names = []
     seen = set()
     for part in text.split(","):

@@ -36,7 +36,7 @@ from galene.storage.rowset import storage_schema
 
 NULL_TEXT = "\\N"
 # Readers hand pyarrow blocks of this size; each block is parsed on its own thread.
-CSV_BLOCK_SIZE = 4 << 20
+CSV_BLOCK_SIZE = 1 << 20
 JSON_BLOCK_SIZE = 8 << 20
 _TRUE_TEXTS = ["true", "1"]
 _FALSE_TEXTS = ["false", "0"]
@@ -186,7 +186,9 @@ def _decompress(body: bytes, compress_type: str) -> bytes:
         with pa.CompressedInputStream(pa.BufferReader(body), codec) as stream:
             return stream.read()
     except (pa.ArrowException, OSError) as e:
-        raise LoadError(f"[DATA_QUALITY_ERROR]failed to decompress the body as {compress_type}: {e}") from None
+        raise LoadError(
+            f"[DATA_QUALITY_ERROR]failed to decompress the body as {compress_type}: {e}"
+        ) from None
 
 
 def _single_byte_separator(sep: bytes, body: bytes) -> tuple[str, bytes]:
@@ -382,8 +384,7 @@ def _json_root_path(json_root: str | None) -> list[str]:
     if not json_root:
         return []
     path = json_root.strip()
-    if path.startswith("$"):
-        path = path[1:]
+    path = path.removeprefix("$")
     return [p for p in path.split(".") if p]
 
 
@@ -421,7 +422,9 @@ def _json_with_arrow(body: bytes, opts: LoadOptions) -> pa.StructArray | None:
             return None
     if pa.types.is_list(doc.type):
         if not opts.strip_outer_array:
-            raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+            raise LoadError(
+                "[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE."
+            )
         rows = pc.list_flatten(doc)
         return rows if pa.types.is_struct(rows.type) else None
     if pa.types.is_struct(doc.type):
@@ -467,13 +470,17 @@ def _json_rows_with_msgspec(body: bytes, opts: LoadOptions) -> list[dict]:
                 continue
             doc = _descend(_decode_json(line, f" at line {number}"), root)
             if isinstance(doc, list):
-                raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+                raise LoadError(
+                    "[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE."
+                )
             rows.append(doc)
     else:
         doc = _descend(_decode_json(body), root)
         if isinstance(doc, list):
             if not opts.strip_outer_array:
-                raise LoadError("[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE.")
+                raise LoadError(
+                    "[DATA_QUALITY_ERROR]JSON data is array-object, `strip_outer_array` must be TRUE."
+                )
             rows = doc
         else:
             if opts.strip_outer_array:
@@ -483,7 +490,9 @@ def _json_rows_with_msgspec(body: bytes, opts: LoadOptions) -> list[dict]:
             rows = [doc]
     for row in rows:
         if not isinstance(row, dict):
-            raise LoadError(f"[DATA_QUALITY_ERROR]JSON row is not an object: {msgspec.json.encode(row).decode()}")
+            raise LoadError(
+                f"[DATA_QUALITY_ERROR]JSON row is not an object: {msgspec.json.encode(row).decode()}"
+            )
     return rows
 
 
@@ -652,7 +661,9 @@ def _to_decimal(text: pa.Array, precision: int, scale: int, arrow_type) -> tuple
     kept = scale + 1 if rounding else scale
     if kept:
         frac_kept = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, width=kept, padding="0"), 0, kept)
-        normal = pc.binary_join_element_wise(sign, pc.utf8_lpad(integer, width=1, padding="0"), ".", frac_kept, "")
+        normal = pc.binary_join_element_wise(
+            sign, pc.utf8_lpad(integer, width=1, padding="0"), ".", frac_kept, ""
+        )
     else:
         normal = pc.binary_join_element_wise(sign, pc.utf8_lpad(integer, width=1, padding="0"), "")
     wide = pa.decimal128(precision + 2, kept) if rounding else pa.decimal128(precision, kept)
@@ -674,7 +685,15 @@ _TEMPORAL_RE = (
 _FIXED_TEMPORAL_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?: [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,9})?)?$"
 _FIELDS = ("y", "m", "d", "H", "M", "S", "f")
 # Where each field sits in the common fixed-width form 'YYYY-MM-DD HH:MM:SS.ffffff'.
-_FIXED_SLICES = {"y": (0, 4), "m": (5, 7), "d": (8, 10), "H": (11, 13), "M": (14, 16), "S": (17, 19), "f": (20, 26)}
+_FIXED_SLICES = {
+    "y": (0, 4),
+    "m": (5, 7),
+    "d": (8, 10),
+    "H": (11, 13),
+    "M": (14, 16),
+    "S": (17, 19),
+    "f": (20, 26),
+}
 
 
 def _digits_to_int(texts) -> np.ndarray:
@@ -754,7 +773,9 @@ def truncate_datetime(arr, precision: int):
     if step == 1 or arr.null_count == len(arr):
         return arr
     as_int = pc.cast(arr, pa.int64())
-    values = as_int.to_numpy(zero_copy_only=False) if arr.null_count == 0 else pc.fill_null(as_int, 0).to_numpy()
+    values = (
+        as_int.to_numpy(zero_copy_only=False) if arr.null_count == 0 else pc.fill_null(as_int, 0).to_numpy()
+    )
     if not (values % step).any():
         return arr
     mask = None if arr.null_count == 0 else _mask(pc.is_null(arr))
@@ -804,7 +825,9 @@ def _convert_sources(source: _Source, plan: _SourcePlan, opts: LoadOptions, max_
         raws = source.render_rows(first) if source.render_rows else [""] * len(first)
         for row, raw in zip(first, raws):
             idx = int(reason_col[row])
-            errors.append(RowError(raw, _reason(int(reason_kind[row]), plan.targets[idx], source.columns[idx][row])))
+            errors.append(
+                RowError(raw, _reason(int(reason_kind[row]), plan.targets[idx], source.columns[idx][row]))
+            )
     return converted, ~rejected, errors
 
 

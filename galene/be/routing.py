@@ -8,7 +8,7 @@ included.
 
 The bucket hash is part of the on-disk contract: a key must land in the same tablet in
 every load, on every BE, in every Galene version, or UNIQUE KEY merging breaks. It is
-defined here from first principles (splitmix64 finalizer over the value's integer form; a
+defined here from first principles (a splitmix64 step over the value's integer form; a
 polynomial over UTF-8 bytes for strings) and must never change for existing tables.
 """
 
@@ -27,16 +27,20 @@ from galene.common.errors import LoadError
 
 # RANDOM distribution: consecutive slices of this many rows go to consecutive buckets.
 RANDOM_SLICE_ROWS = 256 * 1024
+# Up to this many tablets in one load, rows are split with one filter per tablet; beyond,
+# with one sort and one gather.
+_FILTER_MAX_TABLETS = 16
 # Strings are hashed this many rows at a time to bound the temporary per-byte arrays.
 _STRING_HASH_CHUNK_ROWS = 64 * 1024
 
 _U = np.uint64
-_NULL_HASH = _U(0x9E3779B97F4A7C15)
+_GAMMA = _U(0x9E3779B97F4A7C15)
+_NULL_HASH = _U(0x5BD1E9955BD1E995)
 _MIX1 = _U(0xBF58476D1CE4E5B9)
 _MIX2 = _U(0x94D049BB133111EB)
 _POLY = _U(0x100000001B3)  # FNV-64 prime as the polynomial base (odd)
 _LEN_SALT = _U(0xD6E8FEB86659FD93)
-_COMBINE = _U(0x9E3779B97F4A7C15)
+_COMBINE = _U(0xC2B2AE3D27D4EB4F)
 
 
 @dataclass
@@ -44,6 +48,15 @@ class RoutedBatch:
     per_tablet: dict[int, tuple[int, pa.Table]]  # tablet_id -> (partition_id, rows)
     num_filtered_extra: int = 0  # rows that fit no partition
     errors_extra: list[RowError] = field(default_factory=list)
+
+    # Short names for the same counts (the stream-load handler reads these).
+    @property
+    def num_filtered(self) -> int:
+        return self.num_filtered_extra
+
+    @property
+    def errors(self) -> list[RowError]:
+        return self.errors_extra
 
 
 def route_rows(
@@ -68,7 +81,9 @@ def route_rows(
     part_idx = partition_index(data, table)
     unplaced = part_idx < 0
     num_unplaced = int(unplaced.sum())
-    errors = _no_partition_errors(data, table, np.flatnonzero(unplaced)[:max_error_rows]) if num_unplaced else []
+    errors = (
+        _no_partition_errors(data, table, np.flatnonzero(unplaced)[:max_error_rows]) if num_unplaced else []
+    )
 
     multi_bucket = any(len(p.tablet_ids) > 1 for p in table.partitions)
     if multi_bucket and table.distribution_type == "HASH" and table.distribution_columns:
@@ -77,41 +92,58 @@ def route_rows(
         hashes = None
 
     # slot = dense index of (partition, bucket); -1 for unplaced rows.
-    slot = np.full(data.num_rows, -1, dtype=np.int64)
+    total_tablets = sum(len(p.tablet_ids) for p in table.partitions)
+    slot_type = np.int16 if total_tablets < 2**15 else np.int32  # small ints sort by radix
     slot_tablets: list[tuple[int, int]] = []  # slot -> (tablet_id, partition_id)
+    single_partition = len(table.partitions) == 1 and num_unplaced == 0
+    slot = (
+        np.zeros(data.num_rows, dtype=slot_type)
+        if single_partition
+        else np.full(data.num_rows, -1, slot_type)
+    )
     for p_i, part in enumerate(table.partitions):
-        rows = np.flatnonzero(part_idx == p_i)
-        if rows.size == 0:
+        rows = slice(None) if single_partition else np.flatnonzero(part_idx == p_i)
+        count = data.num_rows if single_partition else rows.size
+        if count == 0:
             continue
         nb = len(part.tablet_ids)
         if nb == 0:
             raise LoadError(f"partition {part.name} of table {table.name} has no tablets")
-        if hashes is not None:
-            bucket = (hashes[rows] % _U(nb)).astype(np.int64)
+        if nb == 1:
+            bucket = 0
+        elif hashes is not None:
+            bucket = (hashes[rows] % _U(nb)).astype(slot_type)
         else:
             start = random.randrange(nb) if random_start is None else random_start
-            bucket = (start + np.arange(rows.size) // RANDOM_SLICE_ROWS) % nb
+            bucket = ((start + np.arange(count) // RANDOM_SLICE_ROWS) % nb).astype(slot_type)
         base = len(slot_tablets)
         slot_tablets.extend((tid, part.id) for tid in part.tablet_ids)
         slot[rows] = base + bucket
 
+    counts = np.bincount(slot[slot >= 0] if num_unplaced else slot, minlength=len(slot_tablets))
+    used = np.flatnonzero(counts)
     per_tablet: dict[int, tuple[int, pa.Table]] = {}
-    used = np.unique(slot[slot >= 0])
     if used.size == 1 and num_unplaced == 0:
         tid, pid = slot_tablets[int(used[0])]
         per_tablet[tid] = (pid, data)
-    elif used.size:
-        placed = np.flatnonzero(slot >= 0)
+    elif used.size <= _FILTER_MAX_TABLETS:
+        # A few tablets: one filter each is cheaper than sorting and gathering every row.
+        for s in used.tolist():
+            tid, pid = slot_tablets[s]
+            per_tablet[tid] = (pid, data.filter(pa.array(slot == s)))
+    else:
+        placed = np.flatnonzero(slot >= 0) if num_unplaced else None
+        keyed = slot[placed] if placed is not None else slot
         # A stable sort keeps load order inside each tablet.
-        order = placed[np.argsort(slot[placed], kind="stable")]
+        order = np.argsort(keyed, kind="stable")
+        if placed is not None:
+            order = placed[order]
         grouped = data.take(pa.array(order))
-        counts = np.bincount(slot[placed], minlength=len(slot_tablets))
         offset = 0
-        for s, count in enumerate(counts.tolist()):
-            if count:
-                tid, pid = slot_tablets[s]
-                per_tablet[tid] = (pid, grouped.slice(offset, count))
-                offset += count
+        for s in used.tolist():
+            tid, pid = slot_tablets[s]
+            per_tablet[tid] = (pid, grouped.slice(offset, int(counts[s])))
+            offset += int(counts[s])
     return RoutedBatch(per_tablet, num_unplaced, errors)
 
 
@@ -237,8 +269,11 @@ def _range_by_searchsorted(arrays, cols, partitions: list[Partition]) -> np.ndar
     """Single-column RANGE partitions of a null-free numeric/temporal column: one searchsorted."""
     if len(arrays) != 1 or not partitions:
         return None
-    if any((p.range_lower is not None and len(p.range_lower) != 1) or
-           (p.range_upper is not None and len(p.range_upper) != 1) for p in partitions):
+    if any(
+        (p.range_lower is not None and len(p.range_lower) != 1)
+        or (p.range_upper is not None and len(p.range_upper) != 1)
+        for p in partitions
+    ):
         return None
     values = _sortable_numpy(arrays[0])
     if values is None:
@@ -286,8 +321,9 @@ def _partition_names(table: Table) -> set[str]:
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer on uint64 arrays (wrapping arithmetic)."""
+    """One splitmix64 step on uint64 arrays (wrapping arithmetic); 0 does not map to 0."""
     with np.errstate(over="ignore"):
+        z = z + _GAMMA
         z = (z ^ (z >> _U(30))) * _MIX1
         z = (z ^ (z >> _U(27))) * _MIX2
         return z ^ (z >> _U(31))
@@ -336,19 +372,22 @@ def hash_array(arr) -> np.ndarray:
     return h
 
 
-_powers = np.ones(1, dtype=np.uint64)
+_powers = np.ones(1, dtype=np.uint64)  # P**i mod 2**64, grown on demand, never shrunk
 
 
 def _poly_powers(n: int) -> np.ndarray:
     global _powers
-    if _powers.size < n:
-        size = max(n, 2 * _powers.size)
+    powers = _powers  # one read: another thread may swap in a grown table meanwhile
+    if powers.size < n:
+        size = max(n, 2 * powers.size)
         with np.errstate(over="ignore"):
             grown = np.empty(size, dtype=np.uint64)
             grown[0] = 1
             grown[1:] = np.cumprod(np.full(size - 1, _POLY, dtype=np.uint64))
-        _powers = grown
-    return _powers[:n]
+        powers = grown
+        if grown.size > _powers.size:
+            _powers = grown
+    return powers[:n]
 
 
 def _hash_strings(arr: pa.Array) -> np.ndarray:
@@ -360,7 +399,9 @@ def _hash_strings(arr: pa.Array) -> np.ndarray:
     n = len(arr)
     out = np.empty(n, dtype=np.uint64)
     buffers = arr.buffers()
-    offsets_all = np.frombuffer(buffers[1], dtype=offset_type)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    offsets_all = np.frombuffer(buffers[1], dtype=offset_type)[arr.offset : arr.offset + n + 1].astype(
+        np.int64
+    )
     data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     with np.errstate(over="ignore"):
         for start in range(0, n, _STRING_HASH_CHUNK_ROWS):

@@ -121,5 +121,5 @@ def _run_once(
         for name in registered:
             try:
                 spark.catalog.dropTempView(name)
-            except Exception:  # noqa: BLE001 - the session may be dead; its views died with it
-                pass
+            except Exception:  # the session may be dead; its views died with it
+                log.debug("dropping temp view %s failed", name, exc_info=True)

@@ -95,7 +95,7 @@ def table_frame(spark: SparkSession, table: Table, storage_uri: str, version: in
         return empty_frame(spark, spark_schema(table, include_hidden=False))
     if table.keys_type == "DUP_KEYS":
         paths = [file_uri(storage_uri, f) for r in rowsets for f in r.files]
-        return spark.read.schema(spark_schema(table, include_hidden=False)).parquet(*paths)
+        return read_parquet(spark, spark_schema(table, include_hidden=False), paths)
     keys = _key_columns(table)
     if not keys:
         raise GaleneError(f"table {table.name} of type {table.keys_type} has no key columns")
@@ -104,6 +104,21 @@ def table_frame(spark: SparkSession, table: Table, storage_uri: str, version: in
     if table.keys_type == "AGG_KEYS":
         return _agg_frame(spark, table, keys, rowsets, storage_uri)
     raise GaleneError(f"unknown keys type {table.keys_type}")
+
+
+# Above this many files, the path list crosses into the JVM as one string: py4j would
+# otherwise convert a Python list element by element, one round trip per file.
+_BULK_PATHS_MIN = 64
+
+
+def read_parquet(spark: SparkSession, schema: StructType, paths: list[str]) -> DataFrame:
+    """Parquet files read with an explicit schema (no inference, no footer sampling)."""
+    reader = spark.read.schema(schema)
+    jvm = getattr(spark, "_jvm", None)  # None for Spark Connect, where paths travel in one message
+    if jvm is None or len(paths) < _BULK_PATHS_MIN or any("\n" in p for p in paths):
+        return reader.parquet(*paths)
+    jpaths = jvm.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(paths)).toList()
+    return DataFrame(reader._jreader.parquet(jvm.PythonUtils.toSeq(jpaths)), spark)
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -125,7 +140,7 @@ def _versioned_read(
     schema = spark_schema(table, include_hidden=True)
     paths = [file_uri(storage_uri, f) for r in rowsets for f in r.files]
     if not with_version:
-        return spark.read.schema(schema).parquet(*paths)
+        return read_parquet(spark, schema, paths)
     version_of_name: dict[str, int] = {}
     names_unique = True
     for r in rowsets:
@@ -139,14 +154,14 @@ def _versioned_read(
         # call into the JVM whatever the number of files, and the optimizer folds
         # from_json(literal) into a map literal evaluated once.
         version_map = F.from_json(F.lit(json.dumps(version_of_name)), MapType(StringType(), LongType()))
-        df = spark.read.schema(schema).parquet(*paths)
+        df = read_parquet(spark, schema, paths)
         return df.withColumn(VERSION_COL, version_map[F.col("_metadata.file_name")])
     # Same file name under two tablets: fall back to one read per version.
     files_by_version: dict[int, list[str]] = defaultdict(list)
     for r in rowsets:
         files_by_version[r.version].extend(file_uri(storage_uri, f) for f in r.files)
     frames = [
-        spark.read.schema(schema).parquet(*files).withColumn(VERSION_COL, F.lit(v).cast("long"))
+        read_parquet(spark, schema, files).withColumn(VERSION_COL, F.lit(v).cast("long"))
         for v, files in sorted(files_by_version.items())
     ]
     df = frames[0]

@@ -99,7 +99,7 @@ class SparkEngine:
             if self._alive_locked():
                 try:
                     self._session.stop()
-                except Exception:  # noqa: BLE001 - stopping must not fail the caller
+                except Exception:  # stopping must not fail the caller
                     log.warning("error while stopping Spark", exc_info=True)
                 if not self.is_connect:
                     self._shutdown_gateway()
@@ -163,8 +163,8 @@ class SparkEngine:
         if self.is_connect:
             try:
                 self._session.stop()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception:
+                log.debug("stopping a dead Spark Connect session failed", exc_info=True)
             self._session = None
             return
         from pyspark import SparkContext
@@ -176,8 +176,8 @@ class SparkEngine:
             if acc is not None:
                 try:
                     acc.shutdown()
-                except Exception:  # noqa: BLE001
-                    pass
+                except Exception:
+                    log.debug("accumulator server shutdown failed", exc_info=True)
                 sc._accumulatorServer = None
             sc._jsc = None
         self._shutdown_gateway()
@@ -200,8 +200,8 @@ class SparkEngine:
             return
         try:
             gateway.close()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception:
+            log.debug("py4j gateway close failed", exc_info=True)
         proc = getattr(gateway, "proc", None)
         if proc is not None:
             try:

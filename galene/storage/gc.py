@@ -46,7 +46,7 @@ def collect_garbage(
             continue
         parent = info.path.rsplit("/", 1)[0]
         rel = layout.relative(root, info.path)
-        is_data = rel.endswith(layout.DATA_SUFFIX) or rel.endswith(layout.TMP_SUFFIX)
+        is_data = rel.endswith((layout.DATA_SUFFIX, layout.TMP_SUFFIX))
         old = info.mtime_ns is not None and info.mtime_ns < cutoff_ns
         if is_data and rel not in referenced and old:
             try:

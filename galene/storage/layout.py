@@ -26,7 +26,9 @@ def tablet_dir(root: str, db_id: int, table_id: int, partition_id: int, tablet_i
     return _join(root, tablet_rel_dir(db_id, table_id, partition_id, tablet_id))
 
 
-def rowset_rel_file(db_id: int, table_id: int, partition_id: int, tablet_id: int, rowset_id: str, n: int) -> str:
+def rowset_rel_file(
+    db_id: int, table_id: int, partition_id: int, tablet_id: int, rowset_id: str, n: int
+) -> str:
     return f"{tablet_rel_dir(db_id, table_id, partition_id, tablet_id)}/{rowset_id}_{n}{DATA_SUFFIX}"
 
 
@@ -52,4 +54,4 @@ def relative(root: str, path: str) -> str:
     prefix = root.rstrip("/") + "/"
     if not path.startswith(prefix):
         raise ValueError(f"{path} is not under {root}")
-    return path[len(prefix):]
+    return path[len(prefix) :]

@@ -155,7 +155,8 @@ def write_rowsets(
     workers = max_workers or min(len(items), os.cpu_count() or 4)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rowset-writer") as pool:
         futures = [
-            pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items
+            pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync)
+            for tid, (pid, rows) in items
         ]
         return [f.result() for f in futures]
 

@@ -71,7 +71,9 @@ def add_rowset(storage_uri, table, version, data, *, tablet_id=TABLET_ID, rowset
     if table.keys_type == "UNIQUE_KEYS" and DELETE_SIGN not in data:
         data = {**data, DELETE_SIGN: [0] * n}
     schema = pa.schema([pa.field(c.name, c.type.to_arrow()) for c in table.columns])
-    arrow = pa.table({c.name: pa.array(data[c.name], c.type.to_arrow()) for c in table.columns}, schema=schema)
+    arrow = pa.table(
+        {c.name: pa.array(data[c.name], c.type.to_arrow()) for c in table.columns}, schema=schema
+    )
     rel_dir = f"data/{DB_ID}/{table.id}/{PARTITION_ID}/{tablet_id}"
     os.makedirs(os.path.join(root, rel_dir), exist_ok=True)
     rel_files = []
@@ -81,7 +83,14 @@ def add_rowset(storage_uri, table, version, data, *, tablet_id=TABLET_ID, rowset
         pq.write_table(arrow.slice(i * step, step), os.path.join(root, rel))
         rel_files.append(rel)
     table.rowsets.append(
-        Rowset(id=rowset_id, tablet_id=tablet_id, partition_id=PARTITION_ID, version=version, files=rel_files, num_rows=n)
+        Rowset(
+            id=rowset_id,
+            tablet_id=tablet_id,
+            partition_id=PARTITION_ID,
+            version=version,
+            files=rel_files,
+            num_rows=n,
+        )
     )
     table.visible_version = max(table.visible_version, version)
 
@@ -119,17 +128,26 @@ def unique_table(table_id):
         table_id,
         "uniq",
         "UNIQUE_KEYS",
-        [col("k1", "int", key=True), col("k2", "varchar(8)", key=True), col("v", "bigint"), col("s", "string")],
+        [
+            col("k1", "int", key=True),
+            col("k2", "varchar(8)", key=True),
+            col("v", "bigint"),
+            col("s", "string"),
+        ],
         ["k1", "k2"],
     )
 
 
 def test_unique_table_newest_version_wins_and_delete_sign_hides_key(engine, storage):
     t = unique_table(201)
-    add_rowset(storage, t, 2, {"k1": [1, 1, 2, 3], "k2": ["a", "b", "a", "a"], "v": [10, 11, 20, 30], "s": ["x"] * 4})
+    add_rowset(
+        storage, t, 2, {"k1": [1, 1, 2, 3], "k2": ["a", "b", "a", "a"], "v": [10, 11, 20, 30], "s": ["x"] * 4}
+    )
     # Version 3 rewrites (1,'a') and deletes (2,'a'); version 4 deletes (3,'a') then version 5
     # writes it again: a delete only hides what came before it.
-    add_rowset(storage, t, 3, {"k1": [1, 2], "k2": ["a", "a"], "v": [100, 0], "s": ["y", None], DELETE_SIGN: [0, 1]})
+    add_rowset(
+        storage, t, 3, {"k1": [1, 2], "k2": ["a", "a"], "v": [100, 0], "s": ["y", None], DELETE_SIGN: [0, 1]}
+    )
     add_rowset(storage, t, 4, {"k1": [3], "k2": ["a"], "v": [0], "s": [None], DELETE_SIGN: [1]})
     add_rowset(storage, t, 5, {"k1": [3], "k2": ["a"], "v": [31], "s": ["z"]})
 
@@ -165,9 +183,30 @@ def test_unique_table_with_same_file_name_in_two_tablets(engine, storage):
     # File names normally carry a unique rowset id; if two tablets ever share one, rows must
     # still get the version of their own rowset.
     t = unique_table(203)
-    add_rowset(storage, t, 2, {"k1": [1], "k2": ["a"], "v": [1], "s": ["old"]}, tablet_id=40, rowset_id="same")
-    add_rowset(storage, t, 3, {"k1": [1], "k2": ["a"], "v": [2], "s": ["new"]}, tablet_id=41, rowset_id="same")
+    add_rowset(
+        storage, t, 2, {"k1": [1], "k2": ["a"], "v": [1], "s": ["old"]}, tablet_id=40, rowset_id="same"
+    )
+    add_rowset(
+        storage, t, 3, {"k1": [1], "k2": ["a"], "v": [2], "s": ["new"]}, tablet_id=41, rowset_id="same"
+    )
     assert rows(engine, t, storage) == [{"k1": 1, "k2": "a", "v": 2, "s": "new"}]
+
+
+def test_unique_table_with_many_rowsets(engine, storage):
+    # Many small loads before compaction: each version rewrites key 0 and adds its own key.
+    t = unique_table(204)
+    versions = range(2, 102)
+    for v in versions:
+        add_rowset(storage, t, v, {"k1": [0, v], "k2": ["a", "a"], "v": [v, v], "s": [f"v{v}", None]})
+    result = rows(engine, t, storage)
+    assert len(result) == 1 + len(versions)
+    assert result[0] == {"k1": 0, "k2": "a", "v": 101, "s": "v101"}
+    assert rows(engine, t, storage, version=50)[0] == {"k1": 0, "k2": "a", "v": 50, "s": "v50"}
+    dup = make_table(205, "dupmany", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
+    for v in versions:
+        add_rowset(storage, dup, v, {"k": [v]})
+    out = run_query(engine, "SELECT count(*) AS n, sum(k) AS s FROM many_v", {"many_v": (dup, 101)}, storage)
+    assert out.table.to_pylist() == [{"n": 100, "s": sum(versions)}]
 
 
 # --- AGGREGATE KEY ----------------------------------------------------------------------
@@ -190,17 +229,45 @@ def test_aggregate_table_folds_each_aggregation_type(engine, storage):
     )
     d = Decimal
     # Rowsets are appended out of version order on purpose: the version decides, not file order.
-    add_rowset(storage, t, 4, {
-        "k": [1, 2], "total": [100, 7], "lo": [50, 9], "hi": [d("1.50"), d("9.00")],
-        "last": [None, "two-v4"], "last_nn": [None, None],
-    })
-    add_rowset(storage, t, 2, {
-        "k": [1, 1, 2], "total": [1, 2, 3], "lo": [5, 3, 8], "hi": [d("2.25"), d("0.10"), d("1.00")],
-        "last": ["a", "a", "two-v2"], "last_nn": ["first", "first", "two"],
-    })
-    add_rowset(storage, t, 3, {
-        "k": [1], "total": [10], "lo": [4], "hi": [d("3.00")], "last": ["b"], "last_nn": ["second"],
-    })
+    add_rowset(
+        storage,
+        t,
+        4,
+        {
+            "k": [1, 2],
+            "total": [100, 7],
+            "lo": [50, 9],
+            "hi": [d("1.50"), d("9.00")],
+            "last": [None, "two-v4"],
+            "last_nn": [None, None],
+        },
+    )
+    add_rowset(
+        storage,
+        t,
+        2,
+        {
+            "k": [1, 1, 2],
+            "total": [1, 2, 3],
+            "lo": [5, 3, 8],
+            "hi": [d("2.25"), d("0.10"), d("1.00")],
+            "last": ["a", "a", "two-v2"],
+            "last_nn": ["first", "first", "two"],
+        },
+    )
+    add_rowset(
+        storage,
+        t,
+        3,
+        {
+            "k": [1],
+            "total": [10],
+            "lo": [4],
+            "hi": [d("3.00")],
+            "last": ["b"],
+            "last_nn": ["second"],
+        },
+    )
 
     assert rows(engine, t, storage) == [
         {"k": 1, "total": 113, "lo": 3, "hi": d("3.00"), "last": None, "last_nn": "second"},
@@ -212,7 +279,12 @@ def test_aggregate_table_folds_each_aggregation_type(engine, storage):
     ]
     # Doris keeps the declared type of a SUM column; Spark would widen INT to BIGINT.
     assert [f.dataType.simpleString() for f in table_frame(engine.spark(), t, storage).schema] == [
-        "int", "int", "int", "decimal(10,2)", "string", "string",
+        "int",
+        "int",
+        "int",
+        "decimal(10,2)",
+        "string",
+        "string",
     ]
 
 
@@ -229,8 +301,14 @@ def test_aggregate_table_merges_duplicate_keys_within_one_rowset(engine, storage
 def test_table_without_rowsets_reads_as_empty_frame_with_schema(engine, storage, keys_type):
     agg = "SUM" if keys_type == "AGG_KEYS" else None
     t = make_table(
-        400, "empty", keys_type,
-        [col("k", "bigint", key=True), col("d", "datetime(3)", agg="MAX" if agg else None), col("n", "decimal(12,4)", agg=agg)],
+        400,
+        "empty",
+        keys_type,
+        [
+            col("k", "bigint", key=True),
+            col("d", "datetime(3)", agg="MAX" if agg else None),
+            col("n", "decimal(12,4)", agg=agg),
+        ],
         ["k"],
     )
     out = run_query(engine, "SELECT * FROM e_view", {"e_view": (t, 1)}, storage)
@@ -242,7 +320,9 @@ def test_table_without_rowsets_reads_as_empty_frame_with_schema(engine, storage,
 
 def test_datetime_decimal_and_largeint_round_trip_through_a_query(engine, storage):
     t = make_table(
-        501, "types", "DUP_KEYS",
+        501,
+        "types",
+        "DUP_KEYS",
         [
             col("id", "largeint", key=True),
             col("at", "datetime(6)"),
@@ -255,10 +335,19 @@ def test_datetime_decimal_and_largeint_round_trip_through_a_query(engine, storag
     )
     big = 2**100
     at = dt.datetime(2024, 2, 29, 23, 59, 58, 123456)
-    add_rowset(storage, t, 2, {
-        "id": [Decimal(big), Decimal(-5)], "at": [at, None], "day": [dt.date(2024, 1, 31), None],
-        "amount": [Decimal("123456789012.345678"), Decimal("-0.000001")], "flag": [True, None], "small": [-128, 127],
-    })
+    add_rowset(
+        storage,
+        t,
+        2,
+        {
+            "id": [Decimal(big), Decimal(-5)],
+            "at": [at, None],
+            "day": [dt.date(2024, 1, 31), None],
+            "amount": [Decimal("123456789012.345678"), Decimal("-0.000001")],
+            "flag": [True, None],
+            "small": [-128, 127],
+        },
+    )
     out = run_query(
         engine,
         "SELECT id, at, day, amount, flag, small, at + INTERVAL 2 SECONDS AS later FROM tv ORDER BY id",
@@ -266,14 +355,33 @@ def test_datetime_decimal_and_largeint_round_trip_through_a_query(engine, storag
         storage,
     )
     assert out.columns == [
-        ("id", "decimal(38,0)"), ("at", "timestamp_ntz"), ("day", "date"), ("amount", "decimal(18,6)"),
-        ("flag", "boolean"), ("small", "tinyint"), ("later", "timestamp_ntz"),
+        ("id", "decimal(38,0)"),
+        ("at", "timestamp_ntz"),
+        ("day", "date"),
+        ("amount", "decimal(18,6)"),
+        ("flag", "boolean"),
+        ("small", "tinyint"),
+        ("later", "timestamp_ntz"),
     ]
     assert out.table.to_pylist() == [
-        {"id": Decimal(-5), "at": None, "day": None, "amount": Decimal("-0.000001"), "flag": None,
-         "small": 127, "later": None},
-        {"id": Decimal(big), "at": at, "day": dt.date(2024, 1, 31), "amount": Decimal("123456789012.345678"),
-         "flag": True, "small": -128, "later": dt.datetime(2024, 3, 1, 0, 0, 0, 123456)},
+        {
+            "id": Decimal(-5),
+            "at": None,
+            "day": None,
+            "amount": Decimal("-0.000001"),
+            "flag": None,
+            "small": 127,
+            "later": None,
+        },
+        {
+            "id": Decimal(big),
+            "at": at,
+            "day": dt.date(2024, 1, 31),
+            "amount": Decimal("123456789012.345678"),
+            "flag": True,
+            "small": -128,
+            "later": dt.datetime(2024, 3, 1, 0, 0, 0, 123456),
+        },
     ]
 
 
@@ -283,9 +391,7 @@ def test_datetime_decimal_and_largeint_round_trip_through_a_query(engine, storag
 def test_run_query_joins_snapshots_and_drops_its_views(engine, storage):
     t = unique_table(601)
     add_rowset(storage, t, 2, {"k1": [1, 2], "k2": ["a", "a"], "v": [1, 2], "s": ["x", "y"]})
-    first = run_query(
-        engine, "SELECT count(*) AS n, sum(v) AS total FROM q1_t", {"q1_t": (t, 2)}, storage
-    )
+    first = run_query(engine, "SELECT count(*) AS n, sum(v) AS total FROM q1_t", {"q1_t": (t, 2)}, storage)
     assert first.columns == [("n", "bigint"), ("total", "bigint")]
     assert first.table.to_pylist() == [{"n": 2, "total": 3}]
     assert "q1_t" not in [v.name for v in engine.spark().catalog.listTables()]
@@ -316,7 +422,9 @@ def test_run_query_errors_propagate_and_leave_the_session_usable(engine, storage
     with pytest.raises(Exception, match="no_such_column"):
         run_query(engine, "SELECT no_such_column FROM err_v", {"err_v": (t, 2)}, storage)
     assert engine.is_alive()
-    assert run_query(engine, "SELECT k FROM err_v", {"err_v": (t, 2)}, storage).table.to_pylist() == [{"k": 1}]
+    assert run_query(engine, "SELECT k FROM err_v", {"err_v": (t, 2)}, storage).table.to_pylist() == [
+        {"k": 1}
+    ]
 
 
 # --- recovery ---------------------------------------------------------------------------
@@ -339,9 +447,9 @@ def _wait_dead(pid: int) -> None:
 def test_query_after_the_spark_jvm_is_killed_starts_a_new_session(engine, storage):
     t = make_table(901, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
     add_rowset(storage, t, 2, {"k": [1, 2, 3]})
-    assert run_query(engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage).table.to_pylist() == [
-        {"s": 6}
-    ]
+    assert run_query(
+        engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage
+    ).table.to_pylist() == [{"s": 6}]
     old_pid = engine.jvm_pid()
     assert old_pid is not None
 

@@ -205,8 +205,15 @@ def test_storage_schema_types():
     table = make_table(
         [col("a", "tinyint"), col("b", "largeint"), col("c", "decimal(10,3)"), col("d", "datetime(6)")]
     )
-    batch = parse_body(b"1\t170141183460469231731687303715884105\t1.5\t2020-01-01 00:00:00.000001\n", table, LoadOptions())
-    assert batch.data.schema.types == [pa.int8(), pa.decimal128(38, 0), pa.decimal128(10, 3), pa.timestamp("us")]
+    batch = parse_body(
+        b"1\t170141183460469231731687303715884105\t1.5\t2020-01-01 00:00:00.000001\n", table, LoadOptions()
+    )
+    assert batch.data.schema.types == [
+        pa.int8(),
+        pa.decimal128(38, 0),
+        pa.decimal128(10, 3),
+        pa.timestamp("us"),
+    ]
     assert rows(batch)[0]["b"] == 170141183460469231731687303715884105
 
 
@@ -250,13 +257,17 @@ def test_default_separator_is_tab_and_quotes_are_literal():
     table = make_table([col("a", "int"), col("s", "varchar(10)")])
     batch = parse_body(b'1\t"q"\n', table, LoadOptions())
     assert rows(batch) == [{"a": 1, "s": '"q"'}]
-    enclosed = parse_body(b'1,"a,b"\n', table, LoadOptions.from_headers({"column_separator": ",", "enclose": '"'}))
+    enclosed = parse_body(
+        b'1,"a,b"\n', table, LoadOptions.from_headers({"column_separator": ",", "enclose": '"'})
+    )
     assert rows(enclosed) == [{"a": 1, "s": "a,b"}]
 
 
 def test_custom_line_delimiter_and_skip_lines_and_headers():
     table = make_table([col("a", "int"), col("b", "int")])
-    batch = parse_body(b"1,2;;3,4;;", table, LoadOptions.from_headers({"column_separator": ",", "line_delimiter": ";;"}))
+    batch = parse_body(
+        b"1,2;;3,4;;", table, LoadOptions.from_headers({"column_separator": ",", "line_delimiter": ";;"})
+    )
     assert batch.data.column("a").to_pylist() == [1, 3]
     skipped = parse_body(b"junk\n1,2\n3,4\n", table, csv_opts(skip_lines=1))
     assert skipped.data.column("a").to_pylist() == [1, 3]
@@ -291,7 +302,12 @@ def test_invalid_utf8_is_a_clear_load_error():
 
 def test_columns_subset_fills_defaults_and_nulls():
     table = make_table(
-        [col("k", "int"), col("v", "int", default="7"), col("s", "varchar(5)"), col("t", "datetime", default="CURRENT_TIMESTAMP")]
+        [
+            col("k", "int"),
+            col("v", "int", default="7"),
+            col("s", "varchar(5)"),
+            col("t", "datetime", default="CURRENT_TIMESTAMP"),
+        ]
     )
     batch = parse_body(b"abc,1\nxyz,2\n", table, csv_opts(columns=["s", "k"]))
     got = rows(batch)
@@ -301,7 +317,11 @@ def test_columns_subset_fills_defaults_and_nulls():
 
 def test_column_names_unknown_to_the_table_skip_that_field():
     table = make_table([col("k", "int"), col("v", "int")])
-    batch = parse_body(b"1,junk,2\n", table, LoadOptions.from_headers({"columns": "k, skip_me, `v`", "column_separator": ","}))
+    batch = parse_body(
+        b"1,junk,2\n",
+        table,
+        LoadOptions.from_headers({"columns": "k, skip_me, `v`", "column_separator": ","}),
+    )
     assert rows(batch) == [{"k": 1, "v": 2}]
 
 
@@ -313,7 +333,11 @@ def test_not_null_column_without_default_missing_from_columns_fails_the_load():
 
 def test_unique_table_gets_delete_sign_zero():
     table = make_table(
-        [col("k", "int", is_key=True), col("v", "varchar(5)"), col(DELETE_SIGN, "tinyint", nullable=False, hidden=True)],
+        [
+            col("k", "int", is_key=True),
+            col("v", "varchar(5)"),
+            col(DELETE_SIGN, "tinyint", nullable=False, hidden=True),
+        ],
         keys_type="UNIQUE_KEYS",
     )
     batch = parse_body(b"1,a\n2,b\n", table, csv_opts())
@@ -341,7 +365,9 @@ def test_json_by_line_is_the_default_and_keys_are_case_insensitive():
 
 def test_json_strip_outer_array_and_json_root():
     body = b'[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]'
-    batch = parse_body(body, json_table(), LoadOptions.from_headers({"format": "json", "strip_outer_array": "true"}))
+    batch = parse_body(
+        body, json_table(), LoadOptions.from_headers({"format": "json", "strip_outer_array": "true"})
+    )
     assert batch.data.column("id").to_pylist() == [1, 2]
     rooted = parse_body(
         b'{"data": {"rows": [{"id": 3}]}}',
@@ -388,7 +414,13 @@ def test_malformed_json_is_a_load_error(body, opts):
 
 def test_from_headers_reads_values_case_insensitively():
     opts = LoadOptions.from_headers(
-        {"Strict_Mode": "TRUE", "MAX_FILTER_RATIO": "0.3", "Format": "JSON", "Skip_Lines": "2", "timeout": "30"}
+        {
+            "Strict_Mode": "TRUE",
+            "MAX_FILTER_RATIO": "0.3",
+            "Format": "JSON",
+            "Skip_Lines": "2",
+            "timeout": "30",
+        }
     )
     assert (opts.strict_mode, opts.max_filter_ratio, opts.format, opts.skip_lines, opts.timeout_s) == (
         True,
@@ -418,7 +450,9 @@ def test_from_headers_rejects_bad_values(headers, message):
     assert message in info.value.message
 
 
-@pytest.mark.parametrize("opts", [LoadOptions(where="k > 1"), LoadOptions(jsonpaths='["$.a"]'), LoadOptions(format="parquet")])
+@pytest.mark.parametrize(
+    "opts", [LoadOptions(where="k > 1"), LoadOptions(jsonpaths='["$.a"]'), LoadOptions(format="parquet")]
+)
 def test_not_yet_supported_options_are_refused_not_ignored(opts):
     with pytest.raises(LoadError, match="not supported yet"):
         parse_body(b"1\n", make_table([col("k", "int")]), opts)
