@@ -25,7 +25,7 @@ from galene.be.parse import RowError, parse_body
 from galene.be.routing import route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
-from galene.storage.rowset import delete_rowset_files, write_rowset
+from galene.storage.rowset import delete_rowset_files, write_rowsets
 
 log = logging.getLogger(__name__)
 
@@ -278,17 +278,11 @@ def _parse_route_write(be, table: Table, body: bytes, opts: LoadOptions) -> dict
     total = batch.num_total
     unselected = batch.num_unselected
     rowsets: list[Rowset] = []
-    loaded = 0
     if not filter_ratio_exceeded(total, filtered, unselected, opts.max_filter_ratio):
-        try:
-            for tablet_id, (partition_id, rows) in routed.per_tablet.items():
-                if rows.num_rows == 0:
-                    continue
-                rowsets.append(write_rowset(be.fs, be.root, table, partition_id, tablet_id, rows))
-                loaded += rows.num_rows
-        except BaseException:
-            delete_rowset_files(be.fs, be.root, rowsets)
-            raise
+        # One rowset per touched tablet, written in parallel; write_rowsets removes its own
+        # files if any tablet fails.
+        rowsets = write_rowsets(be.fs, be.root, table, routed.per_tablet)
+    loaded = sum(r.num_rows for r in rowsets)
     return {
         "rowsets": rowsets,
         "total": total,

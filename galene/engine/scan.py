@@ -46,6 +46,7 @@ from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table
 from galene.common.errors import GaleneError
 
 VERSION_COL = "__galene_version"
+_PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 _ROW_NUMBER_COL = "__galene_rn"
 
 _SPARK_TYPES: dict[str, DataType] = {
@@ -123,7 +124,7 @@ def read_parquet(spark: SparkSession, schema: StructType, paths: list[str]) -> D
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     # range(0) + typed NULLs is planned entirely in the JVM (an empty LocalRelation after
-    # optimization); createDataFrame([]) would go through Python workers in classic Spark.
+    # optimization) and works the same on Spark Connect; no local data is shipped.
     return spark.range(0).select([F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
@@ -146,7 +147,9 @@ def _versioned_read(
     for r in rowsets:
         for f in r.files:
             name = f.rsplit("/", 1)[-1]
-            if name in version_of_name:
+            # Spark reports file names URL-encoded; only names that encode to themselves
+            # (rowset ids are hex) can be matched against the literal map.
+            if name in version_of_name or not _PLAIN_NAME.issuperset(name):
                 names_unique = False
             version_of_name[name] = r.version
     if names_unique:
@@ -156,7 +159,7 @@ def _versioned_read(
         version_map = F.from_json(F.lit(json.dumps(version_of_name)), MapType(StringType(), LongType()))
         df = read_parquet(spark, schema, paths)
         return df.withColumn(VERSION_COL, version_map[F.col("_metadata.file_name")])
-    # Same file name under two tablets: fall back to one read per version.
+    # Same file name under two tablets, or unusual names: fall back to one read per version.
     files_by_version: dict[int, list[str]] = defaultdict(list)
     for r in rowsets:
         files_by_version[r.version].extend(file_uri(storage_uri, f) for f in r.files)

@@ -148,17 +148,26 @@ def write_rowsets(
     sync: bool = True,
     max_workers: int | None = None,
 ) -> list[Rowset]:
-    """Write one rowset per tablet in parallel threads (pyarrow releases the GIL while writing)."""
-    items = sorted(per_tablet.items())
-    if len(items) <= 1 or max_workers == 1:
-        return [write_rowset(fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items]
-    workers = max_workers or min(len(items), os.cpu_count() or 4)
+    """Write one rowset per non-empty tablet in parallel threads (pyarrow releases the GIL).
+
+    All or nothing: if any tablet fails, the files of the others are deleted before the
+    error propagates, so a failed load leaves no files behind.
+    """
+    items = sorted((tid, (pid, rows)) for tid, (pid, rows) in per_tablet.items() if rows.num_rows)
+    workers = max_workers or min(len(items), os.cpu_count() or 4) or 1
+    written: list[Rowset] = []
+    failure: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rowset-writer") as pool:
-        futures = [
-            pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync)
-            for tid, (pid, rows) in items
-        ]
-        return [f.result() for f in futures]
+        futures = [pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items]
+        for f in futures:
+            try:
+                written.append(f.result())
+            except BaseException as e:  # keep collecting so every written file is known
+                failure = failure or e
+    if failure is not None:
+        delete_rowset_files(fs, root, written)
+        raise failure
+    return written
 
 
 def read_rowset(fs: pafs.FileSystem, root: str, rowset: Rowset, schema: pa.Schema | None = None) -> pa.Table:

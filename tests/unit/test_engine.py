@@ -406,6 +406,15 @@ def test_run_query_joins_snapshots_and_drops_its_views(engine, storage):
     )
     assert joined.table.to_pylist() == [{"k1": 1, "still_there": 1}, {"k1": 2, "still_there": None}]
 
+    # The same snapshot under two names (a self join) reuses one cached frame.
+    self_joined = run_query(
+        engine,
+        "SELECT a.k1, b.v FROM q3_a a JOIN q3_b b ON a.k1 = b.k1 ORDER BY a.k1",
+        {"q3_a": (t, 3), "q3_b": (t, 3)},
+        storage,
+    )
+    assert self_joined.table.to_pylist() == [{"k1": 1, "v": 1}]
+
 
 def test_run_query_with_no_result_rows_keeps_columns(engine, storage):
     t = make_table(701, "d", "DUP_KEYS", [col("k", "int", key=True), col("name", "varchar(5)")], ["k"])
