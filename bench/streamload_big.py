@@ -13,12 +13,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import httpx
+import json
+import subprocess
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from common import SIX_COLUMNS, GaleneProcess, Timer, auth_header, generate_six_column_csv
+from common import SIX_COLUMNS, GaleneProcess, Timer, generate_six_column_csv
 
 
 def pyarrow_baseline(csv_path: Path, out_dir: Path) -> float:
@@ -40,16 +41,14 @@ def pyarrow_baseline(csv_path: Path, out_dir: Path) -> float:
     return t.seconds
 
 
-def galene_load(g: GaleneProcess, csv_path: Path) -> tuple[float, dict]:
-    url = f"http://127.0.0.1:{g.http_port}/api/bench/t/_stream_load"
-    headers = {**auth_header(), "column_separator": ",", "Expect": "100-continue", "label": "big"}
+def galene_load(g: GaleneProcess, csv_path: Path, table: str) -> tuple[float, dict]:
+    """Load with curl exactly as the Doris docs show: FE entry, 307, body to the BE."""
+    url = f"http://127.0.0.1:{g.http_port}/api/bench/{table}/_stream_load"
+    cmd = ["curl", "-sS", "--location-trusted", "-u", "root:", "-H", f"label:big_{table}", "-H", "column_separator:,",
+           "-T", str(csv_path), url]  # fmt: skip
     with Timer() as t:
-        with httpx.Client(timeout=3600) as c:
-            r = c.put(url, headers=headers, content=b"")
-            assert r.status_code == 307, r.text
-            with open(csv_path, "rb") as f:
-                r = c.put(r.headers["location"], headers=headers, content=f)
-    reply = r.json()
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    reply = json.loads(res.stdout)
     assert reply["Status"] == "Success", reply
     return t.seconds, reply
 
@@ -70,18 +69,27 @@ def main() -> None:
         g = GaleneProcess(work / "galene").start()
         try:
             g.query("CREATE DATABASE bench")
-            g.query(f"CREATE TABLE t {SIX_COLUMNS} DUPLICATE KEY(c_int) DISTRIBUTED BY HASH(c_int) BUCKETS 4", "bench")
-            galene_s, reply = galene_load(g, csv_path)
-            assert reply["NumberLoadedRows"] == args.rows, reply
-            count = g.query("SELECT count(*) FROM t", "bench")[0][0]
-            assert count == args.rows, count
+            # Two loads into two tables; like the baseline (run twice), the better one counts.
+            runs = []
+            for table in ("t1", "t2"):
+                g.query(
+                    f"CREATE TABLE {table} {SIX_COLUMNS} DUPLICATE KEY(c_int) DISTRIBUTED BY HASH(c_int) BUCKETS 4",
+                    "bench",
+                )
+                seconds, reply = galene_load(g, csv_path, table)
+                assert reply["NumberLoadedRows"] == args.rows, reply
+                count = g.query(f"SELECT count(*) FROM {table}", "bench")[0][0]
+                assert count == args.rows, count
+                runs.append((seconds, reply))
+            galene_s, reply = min(runs, key=lambda r: r[0])
         finally:
             g.stop()
         base_s2 = pyarrow_baseline(csv_path, work)  # baseline before and after: the better one counts
         base_s = min(base_s, base_s2)
         galene_rps = args.rows / galene_s
         base_rps = args.rows / base_s
-        print(f"galene   : {galene_s:8.2f} s  {galene_rps:12,.0f} rows/s  (reply LoadTimeMs={reply['LoadTimeMs']})")
+        print(f"galene   : {galene_s:8.2f} s  {galene_rps:12,.0f} rows/s")
+        print("  reply: " + ", ".join(f"{k}={v}" for k, v in reply.items() if k.endswith("Ms")))
         print(f"pyarrow  : {base_s:8.2f} s  {base_rps:12,.0f} rows/s")
         print(f"RATIO streamload_big {galene_rps / base_rps:.3f}")
     finally:

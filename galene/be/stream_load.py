@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import pyarrow as pa
 
 from galene.be.load_options import LoadOptions
-from galene.be.parse import RowError, parse_body
+from galene.be.parse import ParsedBatch, RowError, parse_body
 from galene.be.routing import route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
@@ -160,25 +161,107 @@ class FeTxnClient:
             log.warning("abort of txn %s failed: %s", txn_id, e)
 
 
-async def read_body(request, max_bytes: int) -> bytes:
-    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes."""
+def _too_big(size: str, max_bytes: int) -> LoadError:
+    return LoadError(
+        f"The size of this stream load exceeds the limit, body size: {size}, max size: {max_bytes}. "
+        "Please consider splitting the data or increasing streaming_load_max_mb."
+    )
+
+
+def _check_declared_size(request, max_bytes: int) -> None:
     declared = request.content_length
     if declared is not None and declared > max_bytes:
-        raise LoadError(
-            f"The size of this stream load exceeds the limit, body size: {declared}, "
-            f"max size: {max_bytes}. Please consider splitting the data or increasing streaming_load_max_mb."
-        )
+        raise _too_big(str(declared), max_bytes)
+
+
+async def read_body(request, max_bytes: int) -> bytes:
+    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes."""
+    _check_declared_size(request, max_bytes)
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.content.iter_chunked(1 << 20):
         total += len(chunk)
         if total > max_bytes:
-            raise LoadError(
-                f"The size of this stream load exceeds the limit, body size: > {max_bytes}, "
-                f"max size: {max_bytes}. Please consider splitting the data or increasing streaming_load_max_mb."
-            )
+            raise _too_big(f"> {max_bytes}", max_bytes)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+# Plain CSV bodies are cut at line boundaries into blocks of this size and each block is
+# parsed while the next one is still arriving, so reading the socket and parsing overlap.
+PIPELINE_BLOCK_BYTES = 32 << 20
+
+
+def _pipelined(opts: LoadOptions) -> bool:
+    """Can the body be split at line delimiters and parsed block by block?"""
+    return (
+        opts.format == "csv"
+        and not opts.skip_lines
+        and not opts.enclose
+        and not opts.compress_type
+        and not getattr(opts, "trim_double_quotes", False)
+    )
+
+
+async def read_and_parse(
+    request, max_bytes: int, table: Table, opts: LoadOptions, max_error_rows: int
+) -> tuple[ParsedBatch, int]:
+    """Read the body (within max_bytes) and parse it; returns the parsed batch and body size."""
+    if not _pipelined(opts):
+        body = await read_body(request, max_bytes)
+        return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows), len(body)
+    _check_declared_size(request, max_bytes)
+    delim = opts.line_delimiter
+    pending: list[asyncio.Future] = []
+    chunks: list[bytes] = []  # joined once per block: appending to one growing buffer is quadratic
+    buffered = 0
+    total = 0
+
+    def submit(block: bytes) -> None:
+        pending.append(asyncio.ensure_future(asyncio.to_thread(parse_body, block, table, opts, max_error_rows)))
+
+    try:
+        async for chunk in request.content.iter_chunked(1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                raise _too_big(f"> {max_bytes}", max_bytes)
+            chunks.append(chunk)
+            buffered += len(chunk)
+            if buffered >= PIPELINE_BLOCK_BYTES:
+                data = b"".join(chunks)
+                cut = data.rfind(delim)
+                if cut < 0:  # one enormous line so far: keep accumulating
+                    chunks = [data]
+                    continue
+                cut += len(delim)
+                submit(data[:cut])
+                rest = data[cut:]
+                chunks, buffered = ([rest], len(rest)) if rest else ([], 0)
+        if chunks:
+            submit(b"".join(chunks))
+        batches = [await f for f in pending]
+    except BaseException:
+        for f in pending:
+            f.cancel()
+        raise
+    if not batches:
+        return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows), 0
+    return _concat_batches(batches, max_error_rows), total
+
+
+def _concat_batches(batches: list[ParsedBatch], max_error_rows: int) -> ParsedBatch:
+    if len(batches) == 1:
+        return batches[0]
+    errors: list[RowError] = []
+    for b in batches:
+        errors.extend(b.errors[: max(0, max_error_rows - len(errors))])
+    return ParsedBatch(
+        data=pa.concat_tables([b.data for b in batches]),
+        num_total=sum(b.num_total for b in batches),
+        num_filtered=sum(b.num_filtered for b in batches),
+        num_unselected=sum(b.num_unselected for b in batches),
+        errors=errors,
+    )
 
 
 def filter_ratio_exceeded(total: int, filtered: int, unselected: int, ratio: float) -> bool:
@@ -210,13 +293,15 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.begin_txn_time_ms = int((time.monotonic() - t_begin) * 1000)
 
         t_read = time.monotonic()
-        body = await asyncio.wait_for(read_body(request, be.max_body_bytes), timeout=opts.timeout_s)
-        reply.load_bytes = len(body)
+        batch, body_len = await asyncio.wait_for(
+            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows), timeout=opts.timeout_s
+        )
+        reply.load_bytes = body_len
         reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
 
         t_write = time.monotonic()
         result = await asyncio.wait_for(
-            asyncio.to_thread(_parse_route_write, be, table, body, opts), timeout=opts.timeout_s
+            asyncio.to_thread(_route_write, be, table, batch, opts), timeout=opts.timeout_s
         )
         written = result["rowsets"]
         reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
@@ -229,11 +314,11 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         if filter_ratio_exceeded(result["total"], result["filtered"], result["unselected"], opts.max_filter_ratio):
             reply.number_loaded_rows = 0
             raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
-        if result["total"] == 0 and not body:
+        if result["total"] == 0 and body_len == 0:
             raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 
         t_commit = time.monotonic()
-        await fe.commit(txn_id, written, result["loaded"], len(body), reply.two_phase_commit)
+        await fe.commit(txn_id, written, result["loaded"], body_len, reply.two_phase_commit)
         reply.commit_and_publish_time_ms = int((time.monotonic() - t_commit) * 1000)
         reply.status = "Success"
         reply.message = "OK"
@@ -269,9 +354,8 @@ async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason:
         await asyncio.to_thread(delete_rowset_files, be.fs, be.root, written)
 
 
-def _parse_route_write(be, table: Table, body: bytes, opts: LoadOptions) -> dict:
-    """CPU part of a load (runs in a worker thread): parse, route, write rowsets."""
-    batch = parse_body(body, table, opts, max_error_rows=be.max_error_rows)
+def _route_write(be, table: Table, batch: ParsedBatch, opts: LoadOptions) -> dict:
+    """CPU part of a load after parsing (runs in a worker thread): route rows, write rowsets."""
     routed = route_rows(batch, table)
     errors: list[RowError] = list(batch.errors) + list(routed.errors)
     filtered = batch.num_filtered + routed.num_filtered
