@@ -17,9 +17,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from tests.galene_proc import GaleneProcess, auth_header  # noqa: E402,F401
+from tests.galene_proc import GaleneProcess, auth_header  # noqa: F401
 
-SIX_COLUMNS = "(c_int INT, c_bigint BIGINT, c_varchar VARCHAR(64), c_double DOUBLE, c_date DATE, c_datetime DATETIME)"
+SIX_COLUMNS = (
+    "(c_int INT, c_bigint BIGINT, c_varchar VARCHAR(64), c_double DOUBLE, c_date DATE, c_datetime DATETIME)"
+)
 
 
 def generate_six_column_csv(path: Path, rows: int, seed: int = 7, chunk: int = 1_000_000) -> int:

@@ -47,8 +47,14 @@ def main() -> None:
     g = GaleneProcess(work / "galene").start()
     try:
         g.query("CREATE DATABASE bench")
-        g.query(f"CREATE TABLE fact {SIX_COLUMNS} DUPLICATE KEY(c_int) DISTRIBUTED BY HASH(c_int) BUCKETS 4", "bench")
-        g.query("CREATE TABLE dim (k INT, name VARCHAR(32)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1", "bench")
+        g.query(
+            f"CREATE TABLE fact {SIX_COLUMNS} DUPLICATE KEY(c_int) DISTRIBUTED BY HASH(c_int) BUCKETS 4",
+            "bench",
+        )
+        g.query(
+            "CREATE TABLE dim (k INT, name VARCHAR(32)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+            "bench",
+        )
         chunk = 1_000_000
         for i, start in enumerate(range(0, args.rows, chunk)):
             n = min(chunk, args.rows - start)

@@ -9,16 +9,15 @@ Last line: `RATIO streamload_big <galene rows/s ÷ pyarrow rows/s>`.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
-import json
-import subprocess
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-
 from common import SIX_COLUMNS, GaleneProcess, Timer, generate_six_column_csv
 
 

@@ -21,10 +21,14 @@ from galene.config import Config, load_config
 
 
 def check_java() -> None:
-    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None)
+    java = shutil.which("java") or (
+        os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None
+    )
     if not java or not os.path.exists(java):
-        sys.exit("galene: Java 17+ is required for Spark but `java` was not found. Install OpenJDK 17 (apt-get install openjdk-17-jre-headless).")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+        sys.exit(
+            "galene: Java 17+ is required for Spark but `java` was not found. Install OpenJDK 17 (apt-get install openjdk-17-jre-headless)."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
     import re
 
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
@@ -32,11 +36,15 @@ def check_java() -> None:
     if major == 1 and m.group(2):
         major = int(m.group(2))
     if major < 17:
-        sys.exit(f"galene: Java 17+ is required for Spark, found: {out.splitlines()[0] if out else 'unknown'}")
+        sys.exit(
+            f"galene: Java 17+ is required for Spark, found: {out.splitlines()[0] if out else 'unknown'}"
+        )
 
 
 def _common_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default=None, help="data directory (metadata, storage, logs); default ./galene-data")
+    p.add_argument(
+        "--data-dir", default=None, help="data directory (metadata, storage, logs); default ./galene-data"
+    )
     p.add_argument("--conf-dir", default=None, help="directory with fe.conf / be.conf")
     p.add_argument(
         "--conf",
@@ -117,7 +125,10 @@ async def _serve(cfg: Config, role: str) -> None:
             await asyncio.to_thread(fe.engine_ready.wait, 300)
             _banner(fe, be)
         elif fe is not None:
-            print(f"Galene FE ready: mysql -h{fe.host} -P{fe.query_port} -uroot   http://{fe.host}:{fe.http_port}", flush=True)
+            print(
+                f"Galene FE ready: mysql -h{fe.host} -P{fe.query_port} -uroot   http://{fe.host}:{fe.http_port}",
+                flush=True,
+            )
         elif be is not None:
             print(
                 f"Galene BE ready on {be.host}:{be.http_port}; join it with: "
@@ -160,7 +171,11 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0 if ok else 1)
         if args.meta_cmd == "dump":
             journal_id, state = tools.read_image(args.path)
-            print(json.dumps({"journal_id": journal_id, "state": tools.dump_state(state)}, indent=2, default=str))
+            print(
+                json.dumps(
+                    {"journal_id": journal_id, "state": tools.dump_state(state)}, indent=2, default=str
+                )
+            )
             return
         if args.meta_cmd == "journal":
             for row in tools.list_journal(args.meta_dir, args.from_id, args.limit):

@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from tests.galene_proc import GaleneProcess  # noqa: E402
+from tests.galene_proc import GaleneProcess
 
 
 @pytest.fixture(scope="session")

@@ -55,15 +55,16 @@ class GaleneProcess:
             cmd += ["--conf", f"{k}={v}"]
         return cmd
 
-    def start(self, wait: bool = True, timeout: float = 180) -> "GaleneProcess":
+    def start(self, wait: bool = True, timeout: float = 180) -> GaleneProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        logf = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT)
-        logf.close()
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(
+                self.command(), cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT
+            )
         if wait:
             self.wait_ready(timeout)
         return self
@@ -122,7 +123,9 @@ class GaleneProcess:
             return ""
 
     # --- clients --------------------------------------------------------------------
-    def mysql(self, database: str | None = None, user: str = "root", password: str = "", **kw) -> pymysql.Connection:
+    def mysql(
+        self, database: str | None = None, user: str = "root", password: str = "", **kw
+    ) -> pymysql.Connection:
         return pymysql.connect(
             host="127.0.0.1", port=self.query_port, user=user, password=password, database=database,
             autocommit=True, read_timeout=300, **kw,
@@ -152,7 +155,7 @@ class GaleneProcess:
 def children_of(pid: int) -> list[int]:
     out = []
     try:
-        res = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+        res = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
         for line in res.stdout.split():
             child = int(line)
             out.append(child)

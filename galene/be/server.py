@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import time
-from pathlib import Path
 
 from aiohttp import web
 
@@ -25,7 +24,6 @@ from galene.net.server import Metrics, make_server_socket, tasks_dump_handler
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)
-
 
 
 class BeServer:
@@ -140,7 +138,10 @@ class BeServer:
         known = self.identity.get("cluster_id")
         if known and payload.get("cluster_id") and int(known) != int(payload["cluster_id"]):
             return web.json_response(
-                {"status": "ERROR", "message": f"invalid cluster id. ignore. cluster id: {payload['cluster_id']}"},
+                {
+                    "status": "ERROR",
+                    "message": f"invalid cluster id. ignore. cluster id: {payload['cluster_id']}",
+                },
                 status=403,
             )
         changed = {

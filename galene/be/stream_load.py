@@ -96,8 +96,8 @@ def parse_basic_auth(header: str | None) -> tuple[str, str] | None:
     if not header or not header.lower().startswith("basic "):
         return None
     try:
-        raw = base64.b64decode(header[6:].strip()).decode("utf-8")
-    except Exception:
+        raw = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):  # binascii.Error is a ValueError
         return None
     user, _, password = raw.partition(":")
     return user, password
@@ -120,7 +120,9 @@ class FeTxnClient:
             raise LoadError(f"FE call {path} failed: HTTP {status} {body}")
         return body
 
-    async def begin(self, db: str, table: str, label: str, user: str, password: str, timeout_s: int) -> tuple[int, Table]:
+    async def begin(
+        self, db: str, table: str, label: str, user: str, password: str, timeout_s: int
+    ) -> tuple[int, Table]:
         body = await self._call(
             "/api/_internal/txn/begin",
             {
@@ -134,13 +136,17 @@ class FeTxnClient:
             },
         )
         if body.get("status") != "OK":
-            err = LoadError(body.get("message", "begin transaction failed"), status=body.get("load_status", "Fail"))
+            err = LoadError(
+                body.get("message", "begin transaction failed"), status=body.get("load_status", "Fail")
+            )
             err.existing_status = body.get("existing_status")  # type: ignore[attr-defined]
             err.txn_id = body.get("txn_id", 0)  # type: ignore[attr-defined]
             raise err
         return int(body["txn_id"]), msgspec.convert(body["table"], Table)
 
-    async def commit(self, txn_id: int, rowsets: list[Rowset], num_rows: int, load_bytes: int, two_phase: bool) -> None:
+    async def commit(
+        self, txn_id: int, rowsets: list[Rowset], num_rows: int, load_bytes: int, two_phase: bool
+    ) -> None:
         body = await self._call(
             "/api/_internal/txn/commit",
             {
@@ -157,7 +163,7 @@ class FeTxnClient:
     async def abort(self, txn_id: int, reason: str) -> None:
         try:
             await self._call("/api/_internal/txn/abort", {"txn_id": txn_id, "reason": reason})
-        except Exception as e:  # the FE's txn timeout aborts it later; files are cleaned below / by GC
+        except Exception as e:  # noqa: BLE001 - the FE's txn timeout aborts it later; files are cleaned below / by GC
             log.warning("abort of txn %s failed: %s", txn_id, e)
 
 
@@ -218,7 +224,9 @@ async def read_and_parse(
     total = 0
 
     def submit(block: bytes) -> None:
-        pending.append(asyncio.ensure_future(asyncio.to_thread(parse_body, block, table, opts, max_error_rows)))
+        pending.append(
+            asyncio.ensure_future(asyncio.to_thread(parse_body, block, table, opts, max_error_rows))
+        )
 
     try:
         async for chunk in request.content.iter_chunked(1 << 20):
@@ -311,7 +319,9 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.number_loaded_rows = result["loaded"]
         if result["errors"]:
             reply.error_url = be.error_log.save(reply.label, txn_id, result["errors"])
-        if filter_ratio_exceeded(result["total"], result["filtered"], result["unselected"], opts.max_filter_ratio):
+        if filter_ratio_exceeded(
+            result["total"], result["filtered"], result["unselected"], opts.max_filter_ratio
+        ):
             reply.number_loaded_rows = 0
             raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
         if result["total"] == 0 and body_len == 0:
@@ -332,12 +342,12 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
             reply.status = "Fail"
         await _undo(be, fe, txn_id, written, reply.message)
         reply.number_loaded_rows = 0
-    except (GaleneError, asyncio.TimeoutError, TimeoutError) as e:
+    except (GaleneError, TimeoutError) as e:
         reply.status = "Fail"
         reply.message = getattr(e, "message", None) or f"[TIMEOUT]load timed out: {e}"
         await _undo(be, fe, txn_id, written, reply.message)
         reply.number_loaded_rows = 0
-    except Exception as e:  # never let one load take the BE down
+    except Exception as e:  # never let one load take the BE down (logged with its stack)
         log.exception("stream load %s failed", reply.label)
         reply.status = "Fail"
         reply.message = f"[INTERNAL_ERROR]{type(e).__name__}: {e}"

@@ -17,8 +17,7 @@ from galene.meta import ops
 
 def apply_op(state: CatalogState, op: ops.Op) -> None:
     _apply(op, state)
-    if op.next_id > state.next_id:
-        state.next_id = op.next_id
+    state.next_id = max(state.next_id, op.next_id)
 
 
 @singledispatch

@@ -156,4 +156,6 @@ class CatalogState(msgspec.Struct, kw_only=True):
     txns: dict[int, Txn] = msgspec.field(default_factory=dict)
     backends: dict[int, Backend] = msgspec.field(default_factory=dict)
     frontends: list[Frontend] = msgspec.field(default_factory=list)
-    users: dict[str, str] = msgspec.field(default_factory=lambda: {"root": "", "admin": ""})  # name -> sha1 hex
+    users: dict[str, str] = msgspec.field(
+        default_factory=lambda: {"root": "", "admin": ""}
+    )  # name -> sha1 hex

@@ -187,7 +187,9 @@ def make_type(base: str, nums: list[int], text: str | None = None) -> ColumnType
         precision = nums[0] if nums else 9
         scale = nums[1] if len(nums) > 1 else 0
         if not 1 <= precision <= 38:
-            raise TypeError_(f"Precision of decimal must between 1 and 38. Precision was set to: {precision}.")
+            raise TypeError_(
+                f"Precision of decimal must between 1 and 38. Precision was set to: {precision}."
+            )
         if not 0 <= scale <= precision:
             raise TypeError_(f"Scale of decimal must between 0 and precision. Scale was set to: {scale}.")
         return ColumnType(name=base, precision=precision, scale=scale)

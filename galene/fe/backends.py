@@ -9,6 +9,7 @@ marked not alive until a heartbeat succeeds again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import time
@@ -67,7 +68,7 @@ class BackendMonitor:
             )
             if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
                 raise RuntimeError(f"heartbeat refused: HTTP {status} {body}")
-        except Exception as e:  # any failure counts; the detector decides when it is down
+        except Exception as e:  # noqa: BLE001 - any failure counts; the detector decides when it is down
             self.detector.record_failure(peer, str(e))
             rt.heartbeat_failures += 1
             rt.err_msg = str(e)[:500]
@@ -103,7 +104,7 @@ class BackendMonitor:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.interval_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def start(self) -> None:
@@ -112,10 +113,8 @@ class BackendMonitor:
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
 
     def load_available(self) -> list[tuple[Backend, BackendRuntime]]:
         out = []

@@ -188,7 +188,9 @@ class CatalogService:
             raise GaleneError(f"transaction [{txn_id}] is already {txn.status.lower()}")
         return txn
 
-    def commit_txn(self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0) -> Txn:
+    def commit_txn(
+        self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0
+    ) -> Txn:
         with self.lock:
             txn = self._live_txn(txn_id, ("PREPARE", "PRECOMMITTED"))
             table = self.state.tables.get(txn.table_id)
@@ -221,12 +223,18 @@ class CatalogService:
             )
             return txn
 
-    def precommit_txn(self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0) -> Txn:
+    def precommit_txn(
+        self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0
+    ) -> Txn:
         with self.lock:
             txn = self._live_txn(txn_id, ("PREPARE",))
             self.store.log(
                 ops.PrecommitTxn(
-                    txn_id=txn_id, rowsets=list(rowsets), time=time.time(), num_rows=num_rows, load_bytes=load_bytes
+                    txn_id=txn_id,
+                    rowsets=list(rowsets),
+                    time=time.time(),
+                    num_rows=num_rows,
+                    load_bytes=load_bytes,
                 )
             )
             return txn
@@ -258,7 +266,9 @@ class CatalogService:
             expired = [
                 t.id
                 for t in self.state.txns.values()
-                if t.status in ("VISIBLE", "ABORTED") and t.finish_time and now - t.finish_time > self.label_keep_max_second
+                if t.status in ("VISIBLE", "ABORTED")
+                and t.finish_time
+                and now - t.finish_time > self.label_keep_max_second
             ]
             if expired:
                 self.store.log(ops.ExpireTxns(txn_ids=expired))
@@ -271,7 +281,13 @@ class CatalogService:
                 if be.host == host and be.heartbeat_port == heartbeat_port:
                     raise AnalysisError(f"Same backend already exists[{host}:{heartbeat_port}]")
             alloc, high = self._allocator()
-            be = Backend(id=alloc(), host=host, heartbeat_port=heartbeat_port, tags=dict(tags or {}), add_time=time.time())
+            be = Backend(
+                id=alloc(),
+                host=host,
+                heartbeat_port=heartbeat_port,
+                tags=dict(tags or {}),
+                add_time=time.time(),
+            )
             self.store.log(ops.AddBackend(backend=be, next_id=high()))
             return be
 

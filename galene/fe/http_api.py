@@ -29,7 +29,6 @@ from galene.net.server import tasks_dump_handler
 log = logging.getLogger(__name__)
 
 
-
 def password_hash(password: str) -> str:
     """MySQL native stored form: hex(SHA1(SHA1(password))); empty password stays ''."""
     if not password:
@@ -39,7 +38,7 @@ def password_hash(password: str) -> str:
 
 async def _no_continue(request: web.Request) -> None:
     """Expect handler of the FE's stream-load entry: answer with the 307, not 100 Continue."""
-    return None
+    return
 
 
 class FeHttpApi:
@@ -159,7 +158,9 @@ class FeHttpApi:
             await asyncio.to_thread(
                 meta_tools.write_image_file, self.fe.state, self.fe.store.last_journal_id, path
             )
-        return web.json_response({"msg": "success", "code": 0, "data": {"dumpFilePath": str(path)}, "count": 0})
+        return web.json_response(
+            {"msg": "success", "code": 0, "data": {"dumpFilePath": str(path)}, "count": 0}
+        )
 
     async def journal(self, request: web.Request) -> web.Response:
         if self._basic_auth(request) is None:
@@ -194,7 +195,9 @@ class FeHttpApi:
                 }
             )
         except GaleneError as e:
-            return web.json_response({"status": "ERROR", "load_status": getattr(e, "status", "Fail"), "message": e.message})
+            return web.json_response(
+                {"status": "ERROR", "load_status": getattr(e, "status", "Fail"), "message": e.message}
+            )
 
     async def txn_begin(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:

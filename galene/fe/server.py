@@ -52,7 +52,9 @@ class FeServer:
         self._start_engine = start_engine
         self.rpc: RpcClient | None = None
         self.backends = BackendMonitor(
-            self, interval_s=cfg.heartbeat_interval_second, failure_threshold=cfg.max_backend_heartbeat_failure_times
+            self,
+            interval_s=cfg.heartbeat_interval_second,
+            failure_threshold=cfg.max_backend_heartbeat_failure_times,
         )
         self.executor: SqlExecutor | None = None
         self.mysql: GaleneMysqlServer | None = None
@@ -163,8 +165,8 @@ class FeServer:
         return await asyncio.to_thread(collect_garbage, self.fs, self.root, referenced, grace)
 
     async def show_proc(self, path: str) -> StatementResult:
-        from galene.fe.mysql_server import ResultColumn
         from galene.common.types import ColumnType
+        from galene.fe.mysql_server import ResultColumn
         from galene.meta import tools as meta_tools
 
         s = ColumnType(name="VARCHAR", length=255)
@@ -175,17 +177,24 @@ class FeServer:
                 count = self.store.last_journal_id - self.store.last_image_id
                 rows = [(str(first), str(count), "")]
                 return StatementResult(
-                    columns=[ResultColumn("DbNames", s), ResultColumn("JournalNumber", s), ResultColumn("Comment", s)],
+                    columns=[
+                        ResultColumn("DbNames", s),
+                        ResultColumn("JournalNumber", s),
+                        ResultColumn("Comment", s),
+                    ],
                     rows=rows,
                 )
             start = int(parts[1]) if parts[1].isdigit() else 1
             entries = await asyncio.to_thread(meta_tools.list_journal, self.cfg.meta_path, start, 100)
             if len(parts) == 2:
-                return StatementResult(columns=[ResultColumn("JournalId", s)], rows=[(str(e["id"]),) for e in entries])
+                return StatementResult(
+                    columns=[ResultColumn("JournalId", s)], rows=[(str(e["id"]),) for e in entries]
+                )
             jid = int(parts[2])
             rows = [(str(e["id"]), e["op_type"], str(e["data"])) for e in entries if e["id"] == jid]
             return StatementResult(
-                columns=[ResultColumn("JournalId", s), ResultColumn("OpType", s), ResultColumn("Data", s)], rows=rows
+                columns=[ResultColumn("JournalId", s), ResultColumn("OpType", s), ResultColumn("Data", s)],
+                rows=rows,
             )
         from galene.common.errors import GaleneError
 

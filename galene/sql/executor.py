@@ -71,7 +71,9 @@ class SqlExecutor:
 
     # --- databases ------------------------------------------------------------------
     async def _do_CreateDatabase(self, s, ctx):
-        await self._blocking(self.fe.catalog.create_database, s.name, s.if_not_exists, getattr(s, "properties", None))
+        await self._blocking(
+            self.fe.catalog.create_database, s.name, s.if_not_exists, getattr(s, "properties", None)
+        )
         return StatementResult(affected_rows=0)
 
     async def _do_DropDatabase(self, s, ctx):
@@ -124,7 +126,9 @@ class SqlExecutor:
         names = _like_filter(sorted(db.tables), getattr(s, "like", None))
         label = f"Tables_in_{db_name}"
         if s.full:
-            return StatementResult(columns=_cols(label, "Table_type"), rows=[(n, "BASE TABLE") for n in names])
+            return StatementResult(
+                columns=_cols(label, "Table_type"), rows=[(n, "BASE TABLE") for n in names]
+            )
         return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
 
     def _table(self, db: str | None, name: str, ctx: SessionContext) -> tuple[str, Table]:
@@ -162,7 +166,9 @@ class SqlExecutor:
 
     async def _do_AlterSystemModifyBackend(self, s, ctx):
         host, port = _host_port(s.host_port)
-        await self._blocking(self.fe.catalog.modify_backend, host, port, _tags(getattr(s, "properties", None)))
+        await self._blocking(
+            self.fe.catalog.modify_backend, host, port, _tags(getattr(s, "properties", None))
+        )
         return StatementResult()
 
     async def _do_ShowBackends(self, s, ctx):
@@ -256,7 +262,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def _tags(props: dict | None) -> dict[str, str]:
-    return {k[len("tag."):]: v for k, v in (props or {}).items() if k.startswith("tag.")}
+    return {k[len("tag.") :]: v for k, v in (props or {}).items() if k.startswith("tag.")}
 
 
 def _like_match(value: str, pattern: str | None) -> bool:

@@ -158,11 +158,14 @@ def write_rowsets(
     written: list[Rowset] = []
     failure: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rowset-writer") as pool:
-        futures = [pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync) for tid, (pid, rows) in items]
+        futures = [
+            pool.submit(write_rowset, fs, root, table, pid, tid, rows, sync=sync)
+            for tid, (pid, rows) in items
+        ]
         for f in futures:
             try:
                 written.append(f.result())
-            except BaseException as e:  # keep collecting so every written file is known
+            except BaseException as e:  # noqa: BLE001 - keep collecting so every written file is known
                 failure = failure or e
     if failure is not None:
         delete_rowset_files(fs, root, written)

@@ -37,7 +37,9 @@ def test_errors_are_doris_style(galene, db):
             cur.execute("SELECT nope FROM t")
         assert e.value.args[0] == 1105 and "nope" in e.value.args[1]
         with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute("CREATE TABLE bad (k INT, v INT SUM) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+            cur.execute(
+                "CREATE TABLE bad (k INT, v INT SUM) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1"
+            )
         assert e.value.args[0] == 1105
         cur.execute("SHOW TABLES")
         assert cur.fetchall() == (("t",),)  # nothing half-created
@@ -55,9 +57,13 @@ def test_unknown_database_and_wrong_password(galene):
 
 
 def test_mysql_connector_with_prepared_statements(galene, db):
-    galene.query("CREATE TABLE t (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1", db)
+    galene.query(
+        "CREATE TABLE t (k INT, v VARCHAR(20)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1", db
+    )
     galene.stream_load(db, "t", b"1,it's\n2,back\\\\slash\n3,plain\n", {"column_separator": ","})
-    conn = mysql.connector.connect(host="127.0.0.1", port=galene.query_port, user="root", password="", database=db)
+    conn = mysql.connector.connect(
+        host="127.0.0.1", port=galene.query_port, user="root", password="", database=db
+    )
     try:
         cur = conn.cursor(prepared=True)
         cur.execute("SELECT k FROM t WHERE v = %s", ("it's",))

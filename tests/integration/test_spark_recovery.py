@@ -12,7 +12,9 @@ from tests.galene_proc import children_of
 def _java_children(pid: int) -> list[int]:
     out = []
     for child in children_of(pid):
-        comm = subprocess.run(["ps", "-o", "comm=", "-p", str(child)], capture_output=True, text=True).stdout
+        comm = subprocess.run(
+            ["ps", "-o", "comm=", "-p", str(child)], capture_output=True, text=True, check=False
+        ).stdout
         if "java" in comm:
             out.append(child)
     return out

@@ -44,14 +44,18 @@ def test_fe_answers_307_with_credentials_in_location(galene, db):
 def test_fe_refuses_bad_credentials(galene, db):
     _table(galene, db, DUP)
     r = httpx.put(
-        f"http://127.0.0.1:{galene.http_port}/api/{db}/t/_stream_load", headers=auth_header("root", "nope"), content=b""
+        f"http://127.0.0.1:{galene.http_port}/api/{db}/t/_stream_load",
+        headers=auth_header("root", "nope"),
+        content=b"",
     )
     assert r.status_code == 401
 
 
 def test_load_reply_fields_in_doris_order_and_data_visible(galene, db):
     _table(galene, db, DUP)
-    reply = galene.stream_load(db, "t", b"1,a,2024-01-01\n2,b,2024-01-02\n", {"column_separator": ",", "label": "l1"})
+    reply = galene.stream_load(
+        db, "t", b"1,a,2024-01-01\n2,b,2024-01-02\n", {"column_separator": ",", "label": "l1"}
+    )
     assert list(reply)[:6] == ["TxnId", "Label", "Comment", "TwoPhaseCommit", "Status", "Message"]
     assert reply["Status"] == "Success" and reply["Message"] == "OK"
     assert reply["Label"] == "l1" and reply["TwoPhaseCommit"] == "false"
@@ -78,7 +82,9 @@ def test_filtered_rows_fail_load_with_error_url_and_leave_nothing(galene, db):
     _table(galene, db, DUP)
     before_files = _data_files(galene)
     body = b"1,a,2024-01-01\nxx,b,2024-01-02\n3,c,not-a-date\n4,toolongvalue,2024-01-04\n"
-    reply = galene.stream_load(db, "t", body, {"column_separator": ",", "strict_mode": "true", "label": "bad1"})
+    reply = galene.stream_load(
+        db, "t", body, {"column_separator": ",", "strict_mode": "true", "label": "bad1"}
+    )
     assert reply["Status"] == "Fail"
     assert "[DATA_QUALITY_ERROR]too many filtered rows" in reply["Message"]
     assert reply["NumberLoadedRows"] == 0
@@ -172,7 +178,9 @@ def test_unknown_table_and_database(galene, db):
     )
     assert r.status_code == 200 and r.json()["Status"] == "Fail"
     assert "Unknown table" in r.json()["Message"]
-    r = httpx.put(f"http://127.0.0.1:{galene.http_port}/api/nodb/t/_stream_load", headers=auth_header(), content=b"")
+    r = httpx.put(
+        f"http://127.0.0.1:{galene.http_port}/api/nodb/t/_stream_load", headers=auth_header(), content=b""
+    )
     assert "Unknown database" in r.json()["Message"]
 
 
