@@ -30,6 +30,7 @@ class Config:
     master_sync_policy: str = "SYNC"  # SYNC | WRITE_NO_SYNC | NO_SYNC
     label_keep_max_second: int = 3 * 24 * 3600
     stream_load_default_timeout_second: int = 259200
+    stream_load_default_precommit_timeout_second: int = 3600
     heartbeat_interval_second: int = 5
     max_backend_heartbeat_failure_times: int = 3
     gc_grace_seconds: int = 600  # unreferenced data files younger than this are kept
@@ -49,6 +50,9 @@ class Config:
     load_error_log_dir: str = ""  # default: <data_dir>/be/error_log
     load_error_log_max_rows: int = 50
     be_meta_dir: str = ""  # default: <data_dir>/be
+    # Group commit WAL (<be dir>/wal): bytes it may hold; async loads fall back to
+    # sync_mode (no WAL) while it is full, as Doris does.
+    group_commit_wal_max_disk_limit: int = 10 << 30
     # --- network discipline ---------------------------------------------------------
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
     tcp_user_timeout_ms: int = 5000

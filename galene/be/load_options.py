@@ -1,23 +1,35 @@
 """Stream-load request options: the Doris load headers, validated into one `LoadOptions`.
 
-Owns the header vocabulary of a stream load that affects parsing (format, separators,
-`columns`, strict mode, filter ratio, JSON flags, ...) and the Doris error texts for bad
-header values. Transport-level headers (label, two_phase_commit, group_commit, ...) are
-read by the HTTP handler, not here.
+Owns the header vocabulary of a stream load that affects parsing and conversion (format,
+separators, `columns` with expression mappings, `where`, `partitions`, strict mode, filter
+ratio, JSON flags, merge type, delete condition, sequence column, time zone, ...) and the
+Doris error texts for bad header values. Expressions are parsed here (so a bad one fails
+before any data is read) by `galene.be.expressions`. Transport-level headers (label,
+two_phase_commit, group_commit, ...) are read by the HTTP handler, not here.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import msgspec
+from sqlglot import exp
+
+from galene.be.expressions import ColumnSpec, parse_columns, parse_condition
 from galene.common.errors import LoadError
 
 CSV_FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types")
-# Formats Doris accepts; the ones not in SUPPORTED_FORMATS are refused by parse_body for now.
+# Formats Doris accepts; the ones not in SUPPORTED_FORMATS are refused by parse_body.
 KNOWN_FORMATS = CSV_FORMATS + ("json", "parquet", "orc", "arrow")
-SUPPORTED_FORMATS = CSV_FORMATS + ("json",)
+SUPPORTED_FORMATS = CSV_FORMATS + ("json", "parquet")
+MERGE_TYPES = ("APPEND", "DELETE", "MERGE")
+SEQUENCE_COL_HEADER = "function_column.sequence_col"
 
 # Doris `compress_type` values mapped to pyarrow codec names.
 COMPRESS_CODECS = {
@@ -46,10 +58,10 @@ def decode_separator(text: str, what: str = "column separator") -> bytes:
             return bytes.fromhex(hex_text)
         except ValueError:
             raise _invalid(f"Invalid hex format of {what}: {text}") from None
-    # curl users write -H 'column_separator:\t' and mean a tab.
-    escapes = {"\\t": b"\t", "\\n": b"\n", "\\r": b"\r", "\\r\\n": b"\r\n"}
-    if text in escapes:
-        return escapes[text]
+    # curl users write -H 'column_separator:\t' or -H 'line_delimiter:\n\n' and mean
+    # control characters, anywhere in the value.
+    for escape, char in (("\\t", "\t"), ("\\n", "\n"), ("\\r", "\r")):
+        text = text.replace(escape, char)
     return text.encode("utf-8")
 
 
@@ -67,27 +79,52 @@ def _header_bool(value: str) -> bool:
 
 @dataclass
 class LoadOptions:
-    format: str = "csv"  # csv | csv_with_names | csv_with_names_and_types | json
+    format: str = "csv"  # csv | csv_with_names | csv_with_names_and_types | json | parquet
     column_separator: bytes = b"\t"
     line_delimiter: bytes = b"\n"
     enclose: bytes | None = None  # CSV quote character; Doris reads quotes literally unless set
     escape: bytes | None = None
     trim_double_quotes: bool = False
-    columns: list[str] | None = None  # source column names in file order
-    where: str | None = None  # not supported yet: parse_body refuses it
+    columns: list[str] | None = None  # source column names in file order (None: the table's)
+    column_mappings: list[ColumnSpec] = field(default_factory=list)  # `target = expr` entries
+    where: str | None = None  # row filter; rows it rejects are unselected, not filtered
+    partitions: list[str] | None = None  # load only rows of these partitions
     strict_mode: bool = False
     max_filter_ratio: float = 0.0
     read_json_by_line: bool | None = None
     strip_outer_array: bool = False
     json_root: str | None = None
-    jsonpaths: str | None = None  # not supported yet: parse_body refuses it
+    jsonpaths: str | None = None  # JSON array of JSONPath strings, one per source column
     num_as_string: bool = False
     fuzzy_parse: bool = False
     skip_lines: int = 0
     empty_field_as_null: bool = False
     compress_type: str | None = None  # gz | bz2 | lz4 | zstd (body compressed as a whole)
+    merge_type: str = "APPEND"  # APPEND | DELETE | MERGE (UNIQUE KEY tables)
+    delete: str | None = None  # MERGE: rows where this holds are deletes
+    sequence_col: str | None = None  # function_column.sequence_col: source of the sequence value
     timezone: str = "Asia/Shanghai"
     timeout_s: int = 600
+    # The load's clock: now()/current_timestamp() and CURRENT_TIMESTAMP defaults give one
+    # value for the whole load, however many blocks it is parsed in.
+    started_at: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.UTC))
+
+    @functools.cached_property
+    def where_expr(self) -> exp.Expression | None:
+        return parse_condition(self.where, "where") if self.where else None
+
+    @functools.cached_property
+    def delete_expr(self) -> exp.Expression | None:
+        return parse_condition(self.delete, "delete") if self.delete else None
+
+    @property
+    def needs_transform(self) -> bool:
+        """Whether rows go through expressions (mappings, where, delete, sequence source)."""
+        return bool(self.column_mappings or self.where or self.delete or self.sequence_col)
+
+    def local_now(self) -> _dt.datetime:
+        """The load's start time in its time zone, naive (how Doris DATETIME values are kept)."""
+        return self.started_at.astimezone(zone_of(self.timezone)).replace(tzinfo=None)
 
     @property
     def json_by_line(self) -> bool:
@@ -120,11 +157,35 @@ class LoadOptions:
             opts.trim_double_quotes = _header_bool(h["trim_double_quotes"])
 
         if h.get("columns", "").strip():
-            opts.columns = parse_columns_header(h["columns"])
+            specs = parse_columns(h["columns"])
+            opts.columns = [s.name for s in specs if s.expr is None] or None
+            opts.column_mappings = [s for s in specs if s.expr is not None]
         if h.get("where", "").strip():
             opts.where = h["where"].strip()
+            _ = opts.where_expr  # parse now: a bad expression fails before the body is read
+        if h.get("partitions", "").strip():
+            opts.partitions = parse_partitions_header(h["partitions"])
+        if h.get("temporary_partitions", "").strip():
+            raise LoadError("[NOT_IMPLEMENTED_ERROR]temporary partitions are not supported")
+
+        merge = h.get("merge_type", "").strip()
+        if merge:
+            if merge.upper() not in MERGE_TYPES:
+                raise _invalid(f"Invalid merge type {merge}")
+            opts.merge_type = merge.upper()
+        if h.get("delete", "").strip():
+            opts.delete = h["delete"].strip()
+        if opts.merge_type == "MERGE" and not opts.delete:
+            raise _invalid("Excepted DELETE ON clause when merge type is MERGE.")
+        if opts.merge_type != "MERGE" and opts.delete:
+            raise _invalid("Not support DELETE ON clause when merge type is not MERGE.")
+        if opts.delete:
+            _ = opts.delete_expr
+        if h.get(SEQUENCE_COL_HEADER, "").strip():
+            opts.sequence_col = _unquote(h[SEQUENCE_COL_HEADER].strip())
         if h.get("jsonpaths", "").strip():
             opts.jsonpaths = h["jsonpaths"].strip()
+            parse_jsonpaths(opts.jsonpaths)  # a bad path fails before the body is read
         if h.get("json_root", "").strip():
             opts.json_root = h["json_root"].strip()
 
@@ -168,8 +229,8 @@ class LoadOptions:
                 opts.compress_type = ct
 
         tz = h.get("timezone") or h.get("time_zone")
-        if tz:
-            opts.timezone = tz.strip()
+        if tz and tz.strip():
+            opts.timezone = canonical_timezone(tz.strip())
 
         if h.get("timeout"):
             opts.timeout_s = _parse_int(h["timeout"], "timeout")
@@ -185,26 +246,99 @@ def _parse_int(text: str, name: str) -> int:
         raise _invalid(f"Invalid {name} format: {text}") from None
 
 
-def parse_columns_header(text: str) -> list[str]:
-    """The `columns` header as plain source column names.
+def _unquote(name: str) -> str:
+    if len(name) >= 2 and name[0] == "`" and name[-1] == "`":
+        return name[1:-1]
+    return name
 
-    Expressions (`k2 = k1 + 1`, function calls) belong to a later issue and are refused here
-    rather than misread; plain names may be back-quoted.
-    """
-    if any(ch in text for ch in "=()"):
-        raise LoadError(
-            "[NOT_IMPLEMENTED_ERROR]column expressions in the `columns` header are not supported yet"
-        )
+
+def parse_partitions_header(text: str) -> list[str]:
+    """`partitions: p1, p2` (names may be back-quoted)."""
     names = []
-    seen = set()
     for part in text.split(","):
-        name = part.strip()
-        if len(name) >= 2 and name[0] == "`" and name[-1] == "`":
-            name = name[1:-1]
+        name = _unquote(part.strip())
         if not name:
-            raise _invalid(f"Invalid columns header: {text}")
-        if name.lower() in seen:
-            raise _invalid(f"Duplicate column: {name}")
-        seen.add(name.lower())
-        names.append(name)
+            raise _invalid(f"Invalid partitions header: {text}")
+        if name not in names:
+            names.append(name)
     return names
+
+
+_OFFSET_RE = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})$", re.IGNORECASE)
+
+
+def canonical_timezone(text: str) -> str:
+    """A Doris time-zone value as an IANA name or `+HH:MM` offset (Arrow and zoneinfo read both).
+
+    Doris accepts region names, `+08:00`-style offsets, UTC/GMT and `CST` (China Standard Time).
+    """
+    upper = text.upper()
+    if upper == "CST":
+        return "Asia/Shanghai"
+    if upper in ("UTC", "GMT", "Z"):
+        return "UTC"
+    m = _OFFSET_RE.match(text)
+    if m:
+        sign, hours, minutes = m.group(1), int(m.group(2)), int(m.group(3))
+        if hours > 14 or minutes > 59:
+            raise _invalid(f"Unknown or incorrect time zone: '{text}'")
+        return f"{sign}{hours:02d}:{minutes:02d}"
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _invalid(f"Unknown or incorrect time zone: '{text}'") from None
+    return text
+
+
+def zone_of(name: str) -> _dt.tzinfo:
+    """tzinfo of a canonical time-zone value."""
+    m = _OFFSET_RE.match(name)
+    if m:
+        delta = _dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
+        return _dt.timezone(delta if m.group(1) == "+" else -delta)
+    return ZoneInfo(name)
+
+
+def parse_jsonpaths(text: str) -> list[list[str | int]]:
+    """The `jsonpaths` header: a JSON array of JSONPath strings (`$.a.b`, `$['a'][0]`)."""
+    try:
+        paths = msgspec.json.decode(text.encode())
+    except msgspec.DecodeError:
+        raise LoadError(f"[INVALID_ARGUMENT]Invalid jsonpaths: {text}") from None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise LoadError(f"[INVALID_ARGUMENT]Invalid jsonpaths: {text}")
+    return [_jsonpath_steps(p) for p in paths]
+
+
+def _jsonpath_steps(path: str) -> list[str | int]:
+    text = path.strip()
+    if not text.startswith("$"):
+        raise LoadError(f"[INVALID_ARGUMENT]Invalid json path: {path}")
+    steps: list[str | int] = []
+    i = 1
+    while i < len(text):
+        ch = text[i]
+        if ch == ".":
+            j = i + 1
+            while j < len(text) and text[j] not in ".[":
+                j += 1
+            if j == i + 1:
+                raise LoadError(f"[INVALID_ARGUMENT]Invalid json path: {path}")
+            steps.append(text[i + 1 : j])
+            i = j
+        elif ch == "[":
+            j = text.find("]", i)
+            if j < 0:
+                raise LoadError(f"[INVALID_ARGUMENT]Invalid json path: {path}")
+            inner = text[i + 1 : j].strip()
+            if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+                steps.append(inner[1:-1])
+            else:
+                try:
+                    steps.append(int(inner))
+                except ValueError:
+                    raise LoadError(f"[INVALID_ARGUMENT]Invalid json path: {path}") from None
+            i = j + 1
+        else:
+            raise LoadError(f"[INVALID_ARGUMENT]Invalid json path: {path}")
+    return steps

@@ -8,18 +8,21 @@ wrong column counts) with a bounded list of reasons for the error log.
 
 Everything on the row path is vectorized. CSV takes a fast path first: pyarrow converts
 straight to the target types, which is as fast as reading the file at all; only when that
-conversion fails (any bad value anywhere) is the body re-read as strings and converted
-column by column with validity masks, which is where the per-row reasons come from.
+conversion fails (any bad value anywhere), or the load has expressions (`columns`
+mappings, `where`, `delete`, a sequence source), is the body re-read as strings and
+converted column by column with validity masks, which is where the per-row reasons come
+from. Expressions are evaluated by `galene.be.expressions` over whole columns; rows that
+`where` rejects are unselected (not filtered). Parquet bodies map columns by name.
 Python loops run only over the bounded list of error rows and in the JSON fallback for
-documents whose value types differ between rows (pyarrow's JSON reader refuses those).
+documents whose value types differ between rows (pyarrow's JSON reader refuses those) or
+whose numbers must keep their exact text (big integers, decimals, `num_as_string`).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
+import bz2
 from dataclasses import dataclass, field
 from decimal import Decimal
-from zoneinfo import ZoneInfo
 
 import msgspec
 import numpy as np
@@ -27,8 +30,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
+import pyarrow.parquet as papq
+from sqlglot import exp
 
-from galene.be.load_options import COMPRESS_CODECS, CSV_FORMATS, SUPPORTED_FORMATS, LoadOptions
+from galene.be import expressions as ex
+from galene.be.load_options import (
+    COMPRESS_CODECS,
+    CSV_FORMATS,
+    SUPPORTED_FORMATS,
+    LoadOptions,
+    parse_jsonpaths,
+)
 from galene.catalog.model import DELETE_SIGN, Column, Table
 from galene.common.errors import LoadError
 from galene.common.types import INT_BOUNDS, ColumnType
@@ -59,12 +71,9 @@ class ParsedBatch:
 
 def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int = 50) -> ParsedBatch:
     """Parse one stream-load body into `table`'s storage schema with Doris filtering rules."""
-    if opts.where:
-        raise LoadError("[NOT_IMPLEMENTED_ERROR]the `where` header is not supported yet")
-    if opts.jsonpaths:
-        raise LoadError("[NOT_IMPLEMENTED_ERROR]the `jsonpaths` header is not supported yet")
     if opts.format not in SUPPORTED_FORMATS:
         raise LoadError(f"[NOT_IMPLEMENTED_ERROR]format {opts.format} is not supported yet")
+    check_merge_options(table, opts)
 
     plan = _SourcePlan.build(table, opts)
     schema = storage_schema(table)
@@ -75,13 +84,16 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
 
     if opts.format in CSV_FORMATS:
         source = _read_csv(body, plan, opts, max_error_rows)
+    elif opts.format == "parquet":
+        source = _read_parquet(body, plan)
     else:
         source = _read_json(body, plan, opts)
 
+    num_unselected = 0
     if source.typed:
         converted, keep, errors = source.columns, None, []
     else:
-        converted, keep, errors = _convert_sources(source, plan, opts, max_error_rows)
+        converted, keep, errors, num_unselected = _convert_sources(source, plan, opts, max_error_rows)
 
     n = source.num_rows
     arrays = []
@@ -93,8 +105,9 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
     data = pa.Table.from_arrays(arrays, schema=schema)
     num_rejected = 0
     if keep is not None:
-        num_rejected = int(n - keep.sum())
-        if num_rejected:
+        dropped = int(n - keep.sum())
+        num_rejected = dropped - num_unselected
+        if dropped:
             data = data.filter(pa.array(keep))
 
     all_errors = source.count_errors + errors
@@ -102,9 +115,53 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
         data=data,
         num_total=n + source.num_bad_count,
         num_filtered=num_rejected + source.num_bad_count,
-        num_unselected=0,
+        num_unselected=num_unselected,
         errors=all_errors[:max_error_rows],
     )
+
+
+# Hidden column holding the sequence value of tables created with function_column.sequence_type.
+SEQUENCE_COL = "__DORIS_SEQUENCE_COL__"
+
+
+def sequence_column(table: Table) -> Column | None:
+    """The column whose value orders rows of one key (Doris sequence column), if the table has one.
+
+    `function_column.sequence_col` names an ordinary column; `function_column.sequence_type`
+    tables keep the value in the hidden `__DORIS_SEQUENCE_COL__`.
+    """
+    if table.keys_type != "UNIQUE_KEYS":
+        return None
+    name = table.properties.get("function_column.sequence_col")
+    if name:
+        return table.column(name)
+    return table.column(SEQUENCE_COL)
+
+
+def check_merge_options(table: Table, opts: LoadOptions) -> None:
+    """Doris' checks of merge_type / delete / sequence headers against the table."""
+    if opts.merge_type != "APPEND":
+        if table.keys_type != "UNIQUE_KEYS":
+            raise LoadError("[ANALYSIS_ERROR]load by MERGE or DELETE is only supported in unique tables.")
+        if table.column(DELETE_SIGN) is None:
+            raise LoadError(
+                "[ANALYSIS_ERROR]load by MERGE or DELETE need to upgrade table to support batch delete."
+            )
+    seq = sequence_column(table)
+    mapped_sequence = bool(table.properties.get("function_column.sequence_col"))
+    has_sequence_type = "function_column.sequence_type" in table.properties
+    if opts.sequence_col and seq is None and not has_sequence_type:
+        raise LoadError(f"[ANALYSIS_ERROR]There is no sequence column in the table {table.name}")
+    if has_sequence_type and not mapped_sequence:
+        if seq is None:
+            raise LoadError(
+                f"[NOT_IMPLEMENTED_ERROR]table {table.name} was created with function_column.sequence_type "
+                "but has no hidden sequence column; recreate it with function_column.sequence_col"
+            )
+        if not opts.sequence_col:
+            raise LoadError(
+                f"[ANALYSIS_ERROR]Table {table.name} has sequence column, need to specify the sequence column"
+            )
 
 
 def _is_blank(body: bytes) -> bool:
@@ -120,6 +177,11 @@ class _SourcePlan:
     names: list[str]  # source names in file order
     targets: list[Column | None]  # table column each source field feeds; None = read and dropped
     fills: dict[str, pa.Scalar | None]  # lower-case table column name -> fill for columns not in the source
+    # Table columns computed from expressions over the source row (`columns` mappings, the
+    # delete sign of a MERGE, the sequence column from function_column.sequence_col).
+    mappings: list[tuple[Column, exp.Expression]] = field(default_factory=list)
+    delete_sign: Column | None = None  # MERGE: set from opts.delete_expr
+    sequence: tuple[Column, str] | None = None  # (hidden sequence column, source/target name)
 
     @classmethod
     def build(cls, table: Table, opts: LoadOptions) -> _SourcePlan:
@@ -127,16 +189,30 @@ class _SourcePlan:
             names = list(opts.columns)
         else:
             names = [c.name for c in table.visible_columns()]
-        # A source name that is no table column is read and dropped: that is how Doris users
-        # skip a field of the file (`columns: k1, skipped, k2`).
-        targets = [table.column(n) for n in names]
-        present = {t.name.lower() for t in targets if t is not None}
+        # `x = expr` entries whose x is no table column are dropped, as Doris drops them.
+        mappings = [(table.column(m.name), m.expr) for m in opts.column_mappings if table.column(m.name)]
+        computed = {c.name.lower() for c, _ in mappings}
+        delete_sign = table.column(DELETE_SIGN) if opts.merge_type == "MERGE" else None
+        if delete_sign is not None or opts.merge_type == "DELETE":
+            computed.add(DELETE_SIGN.lower())  # the merge type decides it, not the source
+        sequence = None
+        seq_col = sequence_column(table)
+        if opts.sequence_col and seq_col is not None and seq_col.name == SEQUENCE_COL:
+            sequence = (seq_col, opts.sequence_col)
+            computed.add(seq_col.name.lower())
+        # A source name that is no table column is read and dropped (or only feeds
+        # expressions): that is how Doris users skip a field (`columns: k1, skipped, k2`).
+        targets = []
+        for n in names:
+            col = table.column(n)
+            targets.append(None if col is None or col.name.lower() in computed else col)
+        present = {t.name.lower() for t in targets if t is not None} | computed
         fills: dict[str, pa.Scalar | None] = {}
         for col in table.columns:
-            if col.name.lower() in present:
+            if col.name.lower() in present and not (col.name == DELETE_SIGN and opts.merge_type == "DELETE"):
                 continue
             fills[col.name.lower()] = _fill_value(col, opts)
-        return cls(names, targets, fills)
+        return cls(names, targets, fills, mappings, delete_sign, sequence)
 
     def fill_array(self, col: Column, arrow_type: pa.DataType, n: int) -> pa.Array:
         value = self.fills.get(col.name.lower())
@@ -149,7 +225,7 @@ def _fill_value(col: Column, opts: LoadOptions) -> pa.Scalar | None:
     """The value a table column gets when the source does not provide it (Doris: its default)."""
     arrow_type = col.type.to_arrow()
     if col.name == DELETE_SIGN:
-        return pa.scalar(0, arrow_type)
+        return pa.scalar(1 if opts.merge_type == "DELETE" else 0, arrow_type)
     text = col.default
     if text is None or text.upper() == "NULL":
         if not col.nullable:
@@ -157,8 +233,7 @@ def _fill_value(col: Column, opts: LoadOptions) -> pa.Scalar | None:
         return None
     upper = text.upper().replace(" ", "")
     if upper in ("CURRENT_TIMESTAMP", "NOW()", "CURRENT_TIMESTAMP()", "CURRENT_DATE", "CURRENT_DATE()"):
-        now = _dt.datetime.now(ZoneInfo(opts.timezone)).replace(tzinfo=None)
-        text = now.strftime("%Y-%m-%d %H:%M:%S.%f")
+        text = opts.local_now().strftime("%Y-%m-%d %H:%M:%S.%f")
     conv = convert_strings(pa.array([text], pa.string()), col.type)
     if conv.bad is not None and conv.bad[0] or conv.too_long is not None and conv.too_long[0]:
         raise LoadError(f"Invalid default value for column {col.name}: {col.default}")
@@ -183,34 +258,84 @@ class _Source:
 def _decompress(body: bytes, compress_type: str) -> bytes:
     codec = COMPRESS_CODECS[compress_type]
     try:
+        if codec == "bz2" and not pa.Codec.is_available("bz2"):
+            return bz2.decompress(body)
         with pa.CompressedInputStream(pa.BufferReader(body), codec) as stream:
             return stream.read()
-    except (pa.ArrowException, OSError) as e:
+    except (pa.ArrowException, OSError, ValueError, EOFError) as e:
         raise LoadError(
             f"[DATA_QUALITY_ERROR]failed to decompress the body as {compress_type}: {e}"
         ) from None
 
 
-def _single_byte_separator(sep: bytes, body: bytes) -> tuple[str, bytes]:
-    """pyarrow splits on one ASCII byte; a longer separator is swapped for a byte the body lacks."""
-    if len(sep) == 1 and sep[0] < 0x80:
-        return chr(sep[0]), body
-    for code in list(range(1, 9)) + list(range(0x0E, 0x20)):
-        candidate = bytes([code])
-        if candidate not in body and candidate != sep:
-            return chr(code), body.replace(sep, candidate)
-    raise LoadError(f"[NOT_IMPLEMENTED_ERROR]column separator {sep!r} is not supported for this data")
+# Bytes that stand in for multi-byte separators while pyarrow reads (it splits on one byte
+# for fields and on \n / \r for lines); each is used only if the body does not contain it.
+_PLACEHOLDER_BYTES = [bytes([c]) for c in list(range(1, 9)) + [0x0B, 0x0C] + list(range(0x0E, 0x20))]
 
 
-def _normalize_lines(delimiter: bytes, body: bytes) -> bytes:
-    if delimiter in (b"\n", b"\r\n"):
-        return body
-    if b"\n" in body or b"\r" in body:
+@dataclass
+class _CsvShape:
+    body: bytes  # the body with separators pyarrow understands
+    delimiter: str  # one byte, as pyarrow wants it
+    # (placeholder, original) replacements that give field values back their original text,
+    # applied in order; empty when no field can contain a placeholder (the fast path is safe).
+    restore: list[tuple[str, str]]
+    display: list[tuple[str, str]]  # placeholder -> original for raw row texts in error logs
+
+
+def _normalize_csv(body: bytes, sep: bytes, line: bytes, enclosed: bool) -> _CsvShape:
+    """Map separators of any length onto what pyarrow reads: one field byte and \n line ends."""
+    free = iter(_PLACEHOLDER_BYTES)
+
+    def placeholder(current: bytes, avoid: bytes) -> bytes:
+        for candidate in free:
+            if candidate not in current and candidate not in avoid:
+                return candidate
         raise LoadError(
-            f"[NOT_IMPLEMENTED_ERROR]line delimiter {delimiter!r} with newline characters inside the data "
-            "is not supported yet"
+            f"[NOT_IMPLEMENTED_ERROR]separators {sep!r} / {line!r} are not supported for this data "
+            "(it uses every control byte)"
         )
-    return body.replace(delimiter, b"\n")
+
+    restore: list[tuple[str, str]] = []
+    if line not in (b"\n", b"\r\n"):
+        # Lines first (Doris cuts lines, then fields): the delimiter becomes a temporary byte,
+        # real newlines become placeholders (they are data here), then the temporary byte \n.
+        temp = placeholder(body, sep + line)
+        body = body.replace(line, temp)
+        if enclosed:
+            # Inside quotes a delimiter is data; it comes back from the \n it turned into.
+            restore.append(("\n", line.decode("utf-8", "replace")))
+        if b"\n" in body or b"\r" in body:
+            lf = placeholder(body, sep + line)
+            body = body.replace(b"\n", lf)
+            cr = placeholder(body, sep + line)
+            body = body.replace(b"\r", cr)
+            restore += [(lf.decode(), "\n"), (cr.decode(), "\r")]
+        body = body.replace(temp, b"\n")
+    if len(sep) == 1 and sep[0] < 0x80:
+        delimiter = chr(sep[0])
+    else:
+        field = placeholder(body, sep + line)
+        body = body.replace(sep, field)
+        delimiter = field.decode()
+        if enclosed:
+            restore.append((delimiter, sep.decode("utf-8", "replace")))
+    display = [(p, o) for p, o in restore if p != "\n"]
+    if delimiter != chr(sep[0]) or len(sep) != 1:
+        display.append((delimiter, sep.decode("utf-8", "replace")))
+    return _CsvShape(body, delimiter, restore, display)
+
+
+def _displayed(text: str, display: list[tuple[str, str]]) -> str:
+    for placeholder, original in display:
+        text = text.replace(placeholder, original)
+    return text
+
+
+def _restore_text(arr, restore: list[tuple[str, str]]):
+    for placeholder, original in restore:
+        arr = pc.replace_substring(arr, pattern=placeholder, replacement=original)
+    return arr
 
 
 def _escape_text(sep: bytes) -> str:
@@ -218,8 +343,8 @@ def _escape_text(sep: bytes) -> str:
 
 
 def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows: int) -> _Source:
-    delimiter, body = _single_byte_separator(opts.column_separator, body)
-    body = _normalize_lines(opts.line_delimiter, body)
+    shape = _normalize_csv(body, opts.column_separator, opts.line_delimiter, bool(opts.enclose))
+    body, delimiter = shape.body, shape.delimiter
     skip = {"csv": opts.skip_lines, "csv_with_names": 1, "csv_with_names_and_types": 2}[opts.format]
     names = [f"_c{i}" for i in range(len(plan.names))]
     used = [i for i, t in enumerate(plan.targets) if t is not None]
@@ -237,7 +362,7 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
             relation = "less" if row.actual_columns < row.expected_columns else "more"
             count_errors.append(
                 RowError(
-                    raw=row.text,
+                    raw=_displayed(row.text, shape.display),
                     reason=(
                         f"actual column number in csv file is {relation} than schema column number."
                         f"actual number: {row.actual_columns}, column separator: [{sep_text}], "
@@ -287,13 +412,15 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
         false_values=["false", "False", "FALSE", "0"],
         include_columns=[names[i] for i in used] or names[:1],
     )
-    try:
-        tbl = read(fast_options)
-        typed = _check_fast(tbl, targets)
-        if typed is not None:
-            return _Source(tbl.num_rows, True, typed, list(count_errors), bad_count[0])
-    except pa.ArrowInvalid:
-        pass
+    # Expressions need every source field as text, and restored placeholders need text too.
+    if not opts.needs_transform and not shape.restore:
+        try:
+            tbl = read(fast_options)
+            typed = _check_fast(tbl, targets)
+            if typed is not None:
+                return _Source(tbl.num_rows, True, typed, list(count_errors), bad_count[0])
+        except pa.ArrowInvalid:
+            pass
 
     # Slow path: every field as text; conversion decides row by row (vectorized).
     slow_options = pacsv.ConvertOptions(
@@ -309,6 +436,8 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
             raise LoadError(f"[DATA_QUALITY_ERROR]the load data is not valid UTF-8: {text}") from None
         raise LoadError(f"[DATA_QUALITY_ERROR]failed to parse the CSV data: {text}") from None
     columns = {i: tbl.column(i) for i in range(len(names))}
+    if shape.restore:
+        columns = {i: _restore_text(c, shape.restore) for i, c in columns.items()}
     sep_out = opts.column_separator.decode("utf-8", "replace")
 
     def render(indices: list[int]) -> list[str]:
@@ -337,47 +466,154 @@ def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array
     return out
 
 
-def _read_json(body: bytes, plan: _SourcePlan, opts: LoadOptions) -> _Source:
-    """JSON rows as string columns (one per source name; keys matched case-insensitively)."""
-    wanted = [n.lower() for n in plan.names]
-    struct = None
+def _read_parquet(body: bytes, plan: _SourcePlan) -> _Source:
+    """A Parquet body: source columns by name (case-insensitive), values in their file types."""
     try:
-        struct = _json_with_arrow(body, opts)
-    except pa.ArrowInvalid:
-        struct = None
+        tbl = papq.read_table(pa.BufferReader(body))
+    except (pa.ArrowException, OSError) as e:
+        raise LoadError(f"[DATA_QUALITY_ERROR]failed to read the body as Parquet: {e}") from None
+    by_name: dict[str, int] = {}
+    for i, name in enumerate(tbl.column_names):
+        by_name.setdefault(name.lower(), i)
+    n = tbl.num_rows
+    columns = {}
+    for idx, name in enumerate(plan.names):
+        i = by_name.get(name.lower())
+        columns[idx] = _combined(tbl.column(i)) if i is not None else pa.nulls(n, pa.string())
+
+    def render(indices: list[int]) -> list[str]:
+        picked = [columns[i].take(pa.array(indices, pa.int64())).to_pylist() for i in range(len(plan.names))]
+        return [
+            msgspec.json.encode(
+                {plan.names[i]: _json_safe(picked[i][r]) for i in range(len(plan.names))}
+            ).decode()
+            for r in range(len(indices))
+        ]
+
+    return _Source(n, False, columns, [], 0, render)
+
+
+def _json_safe(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _read_json(body: bytes, plan: _SourcePlan, opts: LoadOptions) -> _Source:
+    """JSON rows as string columns (one per source name; keys matched case-insensitively).
+
+    With `jsonpaths`, source column i is the value at the i-th path instead of the key named
+    like it. Numbers keep their exact text whenever a float could not give it back
+    (`num_as_string`, or a non-float target): those documents take the msgspec path.
+    """
+    wanted = [n.lower() for n in plan.names]
+    paths = parse_jsonpaths(opts.jsonpaths) if opts.jsonpaths else None  # validated at from_headers
+    struct = None
+    if not opts.num_as_string:
+        try:
+            struct = _json_with_arrow(body, opts)
+        except pa.ArrowInvalid:
+            struct = None
     if struct is not None:
-        by_key: dict[str, list[pa.Array]] = {}
-        for i in range(struct.type.num_fields):
-            by_key.setdefault(struct.type.field(i).name.lower(), []).append(struct.field(i))
-        columns = {}
-        for idx, name in enumerate(wanted):
-            arrays = by_key.get(name)
-            if arrays is None:
-                columns[idx] = pa.nulls(len(struct), pa.string())
-                continue
-            target = plan.targets[idx]
-            if target is not None and not all(_arrow_to_text_ok(a.type, target.type) for a in arrays):
-                struct = None  # e.g. a timestamp-looking string headed for a VARCHAR: keep the text
-                break
-            texts = [a if a.type == pa.string() else pc.cast(a, pa.string()) for a in arrays]
-            # Keys differing only in case ("ID" in one row, "id" in another) are one column.
-            columns[idx] = texts[0] if len(texts) == 1 else pc.coalesce(*texts)
-        if struct is not None:
-            n = len(struct)
-            return _Source(n, False, columns, [], 0, _json_renderer(plan.names, columns))
+        columns = _json_columns_from_struct(struct, wanted, paths, plan)
+        if columns is not None:
+            return _Source(len(struct), False, columns, [], 0, _json_renderer(plan.names, columns))
     rows = _json_rows_with_msgspec(body, opts)
-    columns = _columns_from_rows(rows, wanted)
+    if paths is not None:
+        columns = {
+            idx: pa.array(
+                [_json_value_text(_py_at_path(r, paths[idx])) if idx < len(paths) else None for r in rows],
+                pa.string(),
+            )
+            for idx in range(len(wanted))
+        }
+    else:
+        columns = _columns_from_rows(rows, wanted)
     return _Source(len(rows), False, columns, [], 0, _json_renderer(plan.names, columns))
 
 
-def _arrow_to_text_ok(arrow_type: pa.DataType, target: ColumnType) -> bool:
+def _json_columns_from_struct(struct, wanted, paths, plan: _SourcePlan) -> dict[int, pa.Array] | None:
+    """Source columns out of pyarrow's rows, or None when a value's text would not survive."""
+    n = len(struct)
+    columns: dict[int, pa.Array] = {}
+    if paths is not None:
+        for idx in range(len(wanted)):
+            arr = _arrow_at_path(struct, paths[idx]) if idx < len(paths) else None
+            if arr is None:
+                columns[idx] = pa.nulls(n, pa.string())
+                continue
+            if not _arrow_to_text_ok(arr.type, plan.targets[idx]):
+                return None
+            columns[idx] = arr if arr.type == pa.string() else pc.cast(arr, pa.string())
+        return columns
+    by_key: dict[str, list[pa.Array]] = {}
+    for i in range(struct.type.num_fields):
+        by_key.setdefault(struct.type.field(i).name.lower(), []).append(struct.field(i))
+    for idx, name in enumerate(wanted):
+        arrays = by_key.get(name)
+        if arrays is None:
+            columns[idx] = pa.nulls(n, pa.string())
+            continue
+        if not all(_arrow_to_text_ok(a.type, plan.targets[idx]) for a in arrays):
+            return None  # e.g. a timestamp-looking string headed for a VARCHAR: keep the text
+        texts = [a if a.type == pa.string() else pc.cast(a, pa.string()) for a in arrays]
+        # Keys differing only in case ("ID" in one row, "id" in another) are one column.
+        columns[idx] = texts[0] if len(texts) == 1 else pc.coalesce(*texts)
+    return columns
+
+
+def _arrow_to_text_ok(arrow_type: pa.DataType, target: Column | None) -> bool:
     """Whether casting an inferred JSON column to text gives what the source said."""
     if pa.types.is_struct(arrow_type) or pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return False  # nested values: serialized by the fallback
     if pa.types.is_timestamp(arrow_type):
         # pyarrow turned an ISO-looking string into a timestamp; fine for temporal targets only.
-        return target.name in ("DATE", "DATETIME")
+        return target is not None and target.type.name in ("DATE", "DATETIME")
+    if pa.types.is_floating(arrow_type):
+        # A double may have dropped digits (big integers, long decimals): exact text needed
+        # unless the column is a float itself.
+        return target is not None and target.type.name in ("FLOAT", "DOUBLE")
     return True
+
+
+def _arrow_at_path(arr, steps: list[str | int]):
+    """The values at a JSONPath in pyarrow rows; None when no row has that path."""
+    for step in steps:
+        if isinstance(step, int):
+            if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+                return None
+            # Rows whose list is shorter give NULL, as a missing path does in Doris.
+            lengths = pc.fill_null(pc.list_value_length(arr), 0)
+            short = pc.less_equal(lengths, step)
+            safe = pc.if_else(short, pa.scalar(None, arr.type), arr)
+            arr = pc.list_element(pc.fill_null(safe, pa.scalar([None] * (step + 1), arr.type)), step)
+        else:
+            if not pa.types.is_struct(arr.type):
+                return None
+            child = _struct_child(arr, step)
+            if child is None:
+                return None
+            if arr.null_count:
+                child = pc.if_else(pc.is_null(arr), pa.scalar(None, child.type), child)
+            arr = child
+    return arr
+
+
+def _py_at_path(doc, steps: list[str | int]):
+    for step in steps:
+        if isinstance(step, int):
+            if not isinstance(doc, list) or step >= len(doc):
+                return None
+            doc = doc[step]
+        else:
+            if not isinstance(doc, dict):
+                return None
+            if step in doc:
+                doc = doc[step]
+            else:
+                lower = step.lower()
+                doc = next((v for k, v in doc.items() if k.lower() == lower), None)
+    return doc
 
 
 def _json_root_path(json_root: str | None) -> list[str]:
@@ -444,9 +680,14 @@ def _struct_child(arr: pa.StructArray, key: str):
     return None
 
 
+# Floats decode to their exact text wrapped as Decimal: BIGINT/DECIMAL values lose no digits.
+_EXACT_JSON = msgspec.json.Decoder(float_hook=Decimal)
+_JSON_OUT = msgspec.json.Encoder(decimal_format="number")
+
+
 def _decode_json(data: bytes, where: str = ""):
     try:
-        return msgspec.json.decode(data)
+        return _EXACT_JSON.decode(data)
     except msgspec.DecodeError as e:
         raise LoadError(f"[DATA_QUALITY_ERROR]Parse json data failed{where}: {e}") from None
 
@@ -505,7 +746,9 @@ def _json_value_text(value) -> str | None:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return msgspec.json.encode(value).decode()
+    if isinstance(value, Decimal):
+        return format(value, "f")  # exponent forms spelled out: 1E+5 -> 100000
+    return _JSON_OUT.encode(value).decode()
 
 
 def _columns_from_rows(rows: list[dict], wanted: list[str]) -> dict[int, pa.Array]:
@@ -783,21 +1026,28 @@ def truncate_datetime(arr, precision: int):
 
 
 # Reason codes, in the order a column's checks run.
-_TOO_LONG, _STRICT_BAD, _NULL, _BAD_NOT_NULL = 1, 2, 3, 4
+_TOO_LONG, _STRICT_BAD, _NULL, _BAD_NOT_NULL, _EXPR_NULL = 1, 2, 3, 4, 5
 
 
 def _convert_sources(source: _Source, plan: _SourcePlan, opts: LoadOptions, max_error_rows: int):
-    """Convert every mapped source column; decide the rows to keep and why the others go."""
+    """Convert every mapped source column, evaluate expressions, decide which rows go and why.
+
+    Returns (converted columns, rows to keep, reasons for the first rejected rows, number of
+    rows `where` unselected). A row `where` does not select is unselected even when one of
+    its values was bad: Doris applies the filter to the source row before converting it.
+    """
     n = source.num_rows
-    reason_col = np.full(n, -1, dtype=np.int32)
+    reason_slot = np.full(n, -1, dtype=np.int32)
     reason_kind = np.zeros(n, dtype=np.int8)
     rejected = np.zeros(n, dtype=bool)
     converted: dict[str, pa.Array] = {}
+    # What a reason talks about: (column, the value that went into it), by slot number.
+    slots: list[tuple[Column, pa.Array]] = []
 
-    def reject(mask: np.ndarray, idx: int, kind: int) -> None:
+    def reject(mask: np.ndarray, slot: int, kind: int) -> None:
         fresh = mask & ~rejected
         if fresh.any():
-            reason_col[fresh] = idx
+            reason_slot[fresh] = slot
             reason_kind[fresh] = kind
             rejected[fresh] = True
 
@@ -805,36 +1055,94 @@ def _convert_sources(source: _Source, plan: _SourcePlan, opts: LoadOptions, max_
         if col is None:
             continue
         text = source.columns[idx]
-        if opts.empty_field_as_null:
-            text = pc.if_else(pc.equal(text, ""), _null_of(pa.string()), text)
-        conv = convert_strings(text, col.type)
+        if _is_text(text.type):
+            if opts.empty_field_as_null:
+                text = pc.if_else(pc.equal(text, ""), _null_of(pa.string()), text)
+            conv = convert_strings(text, col.type)
+        else:
+            conv = ex.coerce(_combined(text), col.type)
+        slot = len(slots)
+        slots.append((col, text))
         if conv.too_long is not None:
-            reject(conv.too_long, idx, _TOO_LONG)
+            reject(conv.too_long, slot, _TOO_LONG)
         if conv.bad is not None and opts.strict_mode:
-            reject(conv.bad, idx, _STRICT_BAD)
+            reject(conv.bad, slot, _STRICT_BAD)
         if not col.nullable:
             if text.null_count:
-                reject(_mask(pc.is_null(text)), idx, _NULL)
+                reject(_mask(pc.is_null(text)), slot, _NULL)
             if conv.bad is not None:
-                reject(conv.bad, idx, _BAD_NOT_NULL)
+                reject(conv.bad, slot, _BAD_NOT_NULL)
         converted[col.name.lower()] = conv.values
 
+    selected = None
+    if opts.needs_transform:
+        ctx = ex.EvalContext(n, opts.local_now(), opts.timezone)
+        sources = {name.lower(): _combined(source.columns[i]) for i, name in enumerate(plan.names)}
+        for col, expr in plan.mappings:
+            value = ex.evaluate(expr, sources, ctx)
+            conv = ex.coerce(value, col.type)
+            slot = len(slots)
+            slots.append((col, value))
+            # Strict mode is about converting source text; a function's result that does not
+            # fit its column becomes NULL, as in Doris.
+            if conv.too_long is not None:
+                reject(conv.too_long, slot, _TOO_LONG)
+            if not col.nullable and conv.values.null_count:
+                reject(_mask(pc.is_null(conv.values)), slot, _EXPR_NULL)
+            converted[col.name.lower()] = conv.values
+        # `where`, `delete` and the sequence source see table columns as converted and the
+        # other source fields as read.
+        scope = dict(sources)
+        scope.update(converted)
+        if plan.sequence is not None:
+            seq_col, seq_source = plan.sequence
+            if seq_source.lower() not in scope:
+                raise LoadError(
+                    f"[ANALYSIS_ERROR]Unknown column '{seq_source}' in function_column.sequence_col"
+                )
+            conv = ex.coerce(ex.broadcast(scope[seq_source.lower()], n), seq_col.type)
+            converted[seq_col.name.lower()] = conv.values
+        if plan.delete_sign is not None and opts.delete_expr is not None:
+            is_delete = _mask(_as_bool(ex.evaluate(opts.delete_expr, scope, ctx)))
+            converted[plan.delete_sign.name.lower()] = pa.array(is_delete.astype(np.int8), pa.int8())
+        if opts.where_expr is not None:
+            selected = _mask(_as_bool(ex.evaluate(opts.where_expr, scope, ctx)))
+
+    counted = rejected if selected is None else rejected & selected
     errors: list[RowError] = []
-    if rejected.any():
-        first = np.flatnonzero(rejected)[:max_error_rows].tolist()
+    if counted.any():
+        first = np.flatnonzero(counted)[:max_error_rows].tolist()
         raws = source.render_rows(first) if source.render_rows else [""] * len(first)
         for row, raw in zip(first, raws):
-            idx = int(reason_col[row])
-            errors.append(
-                RowError(raw, _reason(int(reason_kind[row]), plan.targets[idx], source.columns[idx][row]))
-            )
-    return converted, ~rejected, errors
+            col, values = slots[int(reason_slot[row])]
+            errors.append(RowError(raw, _reason(int(reason_kind[row]), col, values[row])))
+    keep = ~rejected if selected is None else ~rejected & selected
+    num_unselected = 0 if selected is None else int(n - selected.sum())
+    return converted, keep, errors, num_unselected
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _combined(arr):
+    if isinstance(arr, pa.ChunkedArray):
+        return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    return arr
+
+
+def _as_bool(values: pa.Array) -> pa.Array:
+    if pa.types.is_boolean(values.type):
+        return values
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), pa.bool_())
+    return pc.cast(values, pa.bool_())
 
 
 def _reason(kind: int, col: Column, value: pa.Scalar) -> str:
     text = value.as_py()
     if kind == _TOO_LONG:
-        raw = text.encode("utf-8")
+        raw = str(text).encode("utf-8")
         return (
             f"column({col.name}) the length of input is too long than schema. first 32 bytes of input str: "
             f"[{raw[:32].decode('utf-8', 'replace')}] schema length: {col.type.length}; actual length: {len(raw)}; "
@@ -844,7 +1152,7 @@ def _reason(kind: int, col: Column, value: pa.Scalar) -> str:
             f"column({col.name}) value is incorrect while strict mode is true, src value is {text}. "
             f"can not convert to {col.type.to_desc()}"
         )
-    if kind == _NULL:
+    if kind in (_NULL, _EXPR_NULL):
         return f"column({col.name}) values is null while columns is not nullable"
     return (
         f"column({col.name}) values is null while columns is not nullable. "

@@ -1,7 +1,9 @@
 """Routing parsed rows to tablets: partition by value, bucket by hash (or round robin).
 
-Owns the mapping row -> (partition, tablet) of the BE write path and the in-load merge
-of UNIQUE KEY tables (the last row of a key in one load wins). Everything is vectorized:
+Owns the mapping row -> (partition, tablet) of the BE write path (restricted to the
+partitions a load names, if it names any) and the in-load merge of UNIQUE KEY tables (per
+key the row with the highest sequence value wins when the table has a sequence column,
+else the last row of the load). Everything is vectorized:
 partition bounds are compared with pyarrow compute (or numpy searchsorted for a single
 sortable column), and the bucket hash runs in numpy over the Arrow buffers, strings
 included.
@@ -21,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from galene.be.parse import ParsedBatch, RowError, convert_strings
+from galene.be.parse import ParsedBatch, RowError, convert_strings, sequence_column
 from galene.catalog.model import Partition, Table
 from galene.common.errors import LoadError
 
@@ -64,21 +66,29 @@ def route_rows(
     table: Table,
     max_error_rows: int = 50,
     random_start: int | None = None,
+    partitions: list[str] | None = None,
 ) -> RoutedBatch:
     """Split a parsed batch by tablet. Rows fitting no partition are filtered with a reason.
 
-    For UNIQUE KEY tables the batch is first reduced to the last row per key. `random_start`
+    For UNIQUE KEY tables the batch is first reduced to one row per key (highest sequence
+    value, else the last). `partitions` (the `partitions` header) restricts the load to
+    those partitions: rows of any other partition are filtered, as in Doris. `random_start`
     fixes the first bucket of RANDOM distribution (tests); by default it is random.
     """
     data = batch.data
+    allowed = selected_partitions(table, partitions)
     if table.keys_type == "UNIQUE_KEYS" and table.key_columns:
-        data = dedup_last_per_key(data, table.key_columns)
+        seq = sequence_column(table)
+        data = dedup_last_per_key(data, table.key_columns, seq.name if seq is not None else None)
     if data.num_rows == 0 or not table.partitions:
         if data.num_rows and not table.partitions:
             raise LoadError(f"table {table.name} has no partitions")
         return RoutedBatch({})
 
     part_idx = partition_index(data, table)
+    if allowed is not None:
+        outside = ~np.isin(part_idx, np.array(sorted(allowed), dtype=np.int64))
+        part_idx = np.where(outside, -1, part_idx)
     unplaced = part_idx < 0
     num_unplaced = int(unplaced.sum())
     errors = (
@@ -145,6 +155,21 @@ def route_rows(
             per_tablet[tid] = (pid, grouped.slice(offset, int(counts[s])))
             offset += int(counts[s])
     return RoutedBatch(per_tablet, num_unplaced, errors)
+
+
+def selected_partitions(table: Table, names: list[str] | None) -> set[int] | None:
+    """Indexes into table.partitions of the partitions a load names (None: all of them)."""
+    if not names:
+        return None
+    # An unpartitioned table has one partition named after the table, as in Doris.
+    by_name = {p.name.lower(): i for i, p in enumerate(table.partitions)}
+    out = set()
+    for name in names:
+        i = by_name.get(name.lower())
+        if i is None:
+            raise LoadError(f"[ANALYSIS_ERROR]Unknown partition '{name}' in table '{table.name}'")
+        out.add(i)
+    return out
 
 
 def _column_name(table: Table, name: str) -> str:
@@ -426,21 +451,42 @@ def _hash_strings(arr: pa.Array) -> np.ndarray:
 # --- UNIQUE KEY ----------------------------------------------------------------------------------
 
 
-def dedup_last_per_key(data: pa.Table, key_columns: list[str]) -> pa.Table:
-    """Keep only the last row of each key (load order), preserving the order of the kept rows."""
+def dedup_last_per_key(data: pa.Table, key_columns: list[str], sequence_col: str | None = None) -> pa.Table:
+    """Keep one row per key, preserving the order of the kept rows.
+
+    Without a sequence column the last row of the load wins. With one, the row with the
+    highest sequence value wins (NULL below every value) and the later row breaks ties,
+    as Doris merges a memtable of a sequence-column table.
+    """
     n = data.num_rows
     if n <= 1:
         return data
     names = []
     for key in key_columns:
-        match = [c for c in data.column_names if c.lower() == key.lower()]
-        if not match:
-            raise LoadError(f"Unknown key column '{key}'")
-        names.append(match[0])
+        names.append(_data_column(data, key, "key"))
     row_col = "__galene_row"
     keyed = data.select(names).append_column(row_col, pa.array(np.arange(n, dtype=np.int64)))
+    if sequence_col is not None:
+        seq_name = _data_column(data, sequence_col, "sequence")
+        seq_key = "__galene_seq"
+        keyed = keyed.append_column(seq_key, data.column(seq_name))
+        # Sorted by (sequence, row), the last row of each key group is the winner; a
+        # single-threaded group_by keeps that order for "last".
+        ordered = keyed.sort_by([(seq_key, "ascending", "at_start"), (row_col, "ascending", "at_start")])
+        last = ordered.group_by(names, use_threads=False).aggregate([(row_col, "last")])
+        winners = last.column(f"{row_col}_last").to_numpy()
+        if last.num_rows == n:
+            return data
+        return data.take(pa.array(np.sort(winners)))
     last = keyed.group_by(names).aggregate([(row_col, "max")])
     if last.num_rows == n:
         return data
     keep = np.sort(last.column(f"{row_col}_max").to_numpy())
     return data.take(pa.array(keep))
+
+
+def _data_column(data: pa.Table, name: str, what: str) -> str:
+    match = [c for c in data.column_names if c.lower() == name.lower()]
+    if not match:
+        raise LoadError(f"Unknown {what} column '{name}'")
+    return match[0]

@@ -292,8 +292,19 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
             auth = (request.url.user, request.url.password or "")
         if auth is None:
             raise LoadError("no valid Basic authorization")
+        check_body_framing(request)
+        check_header_text(headers)
         opts = LoadOptions.from_headers(headers)
-        reply.two_phase_commit = bool(getattr(opts, "two_phase_commit", False))
+        # Group commit (header `group_commit` or table property) has its own flow and reply.
+        group_commit = getattr(be, "group_commit", None)
+        if group_commit is not None:
+            gc_reply = await group_commit.maybe_execute(request, db, table_name, auth, opts)
+            if gc_reply is not None:
+                return gc_reply
+        reply.two_phase_commit = headers.get("two_phase_commit", "").strip().lower() == "true"
+        # One deadline for the whole load (Doris' `timeout`): the FE aborts the txn at the
+        # same age, so the BE stops first, aborts and deletes what it wrote.
+        deadline = time.monotonic() + opts.timeout_s
 
         t_begin = time.monotonic()
         txn_id, table = await fe.begin(db, table_name, reply.label, auth[0], auth[1], opts.timeout_s)
@@ -301,16 +312,14 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.begin_txn_time_ms = int((time.monotonic() - t_begin) * 1000)
 
         t_read = time.monotonic()
-        batch, body_len = await asyncio.wait_for(
-            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows), timeout=opts.timeout_s
+        batch, body_len = await within_load_timeout(
+            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows), deadline, opts
         )
         reply.load_bytes = body_len
         reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
 
         t_write = time.monotonic()
-        result = await asyncio.wait_for(
-            asyncio.to_thread(_route_write, be, table, batch, opts), timeout=opts.timeout_s
-        )
+        result = await _route_write_within(be, table, batch, opts, deadline)
         written = result["rowsets"]
         reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
         reply.number_total_rows = result["total"]
@@ -347,6 +356,10 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.message = getattr(e, "message", None) or f"[TIMEOUT]load timed out: {e}"
         await _undo(be, fe, txn_id, written, reply.message)
         reply.number_loaded_rows = 0
+    except asyncio.CancelledError:
+        # The client went away and aiohttp cancelled the handler: still abort and clean up.
+        _background(_undo(be, fe, txn_id, written, "[CANCELLED]the client closed the connection"))
+        raise
     except Exception as e:  # never let one load take the BE down (logged with its stack)
         log.exception("stream load %s failed", reply.label)
         reply.status = "Fail"
@@ -355,6 +368,73 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.number_loaded_rows = 0
     reply.load_time_ms = int((time.monotonic() - t0) * 1000)
     return reply
+
+
+def check_body_framing(request) -> None:
+    """Doris' rule: a load body has exactly one of Content-Length or chunked encoding."""
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    has_length = "Content-Length" in request.headers
+    if not has_length and not chunked:
+        raise LoadError(
+            "[INTERNAL_ERROR]content_length is empty and transfer-encoding!=chunked, "
+            "please set content_length or transfer-encoding=chunked"
+        )
+    if has_length and chunked:  # aiohttp's parser already refuses this with a 400
+        raise LoadError("[INTERNAL_ERROR]please do not set both content_length and transfer-encoding")
+
+
+def check_header_text(headers) -> None:
+    """Header values must be UTF-8 text (aiohttp keeps other bytes as surrogates)."""
+    for name, value in headers.items():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise LoadError(f"[INVALID_ARGUMENT]the value of header {name} is not valid UTF-8") from None
+
+
+def _load_timeout(opts: LoadOptions) -> LoadError:
+    return LoadError(f"[TIMEOUT]stream load timed out after {opts.timeout_s} s (the `timeout` of this load)")
+
+
+async def within_load_timeout(aw, deadline: float, opts: LoadOptions):
+    """Await `aw` until the load's deadline; past it, a LoadError with Doris' [TIMEOUT] tag."""
+    try:
+        return await asyncio.wait_for(aw, timeout=max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        raise _load_timeout(opts) from None
+
+
+async def _route_write_within(
+    be, table: Table, batch: ParsedBatch, opts: LoadOptions, deadline: float
+) -> dict:
+    """`_route_write` in a worker thread, bounded by the load deadline.
+
+    A thread cannot be stopped: when the deadline passes (or the request is cancelled) the
+    rowsets it is still writing are deleted as soon as it finishes.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(_route_write, be, table, batch, opts))
+    try:
+        return await within_load_timeout(asyncio.shield(task), deadline, opts)
+    except BaseException:
+        task.add_done_callback(lambda t: _discard_late_rowsets(be, t))
+        raise
+
+
+def _discard_late_rowsets(be, task: asyncio.Future) -> None:
+    if task.cancelled() or task.exception() is not None:
+        return  # write_rowsets removes its own files when it fails
+    rowsets = task.result()["rowsets"]
+    if rowsets:
+        _background(asyncio.to_thread(delete_rowset_files, be.fs, be.root, rowsets))
+
+
+_BACKGROUND: set[asyncio.Future] = set()  # strong references until done (asyncio keeps weak ones)
+
+
+def _background(aw) -> None:
+    fut = asyncio.ensure_future(aw)
+    _BACKGROUND.add(fut)
+    fut.add_done_callback(_BACKGROUND.discard)
 
 
 async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason: str) -> None:
@@ -366,7 +446,7 @@ async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason:
 
 def _route_write(be, table: Table, batch: ParsedBatch, opts: LoadOptions) -> dict:
     """CPU part of a load after parsing (runs in a worker thread): route rows, write rowsets."""
-    routed = route_rows(batch, table)
+    routed = route_rows(batch, table, partitions=opts.partitions)
     errors: list[RowError] = list(batch.errors) + list(routed.errors)
     filtered = batch.num_filtered + routed.num_filtered
     total = batch.num_total

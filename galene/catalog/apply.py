@@ -100,6 +100,7 @@ def _(op: ops.CommitTxn, state: CatalogState) -> None:
     txn.num_rows = op.num_rows or txn.num_rows
     txn.load_bytes = op.load_bytes or txn.load_bytes
     txn.rowsets = []
+    _bind_sub_labels(state, txn, op.sub_labels)
     table = state.tables.get(txn.table_id)
     if table is None:  # dropped while the load ran; its files become orphans for GC
         return
@@ -112,11 +113,37 @@ def _(op: ops.CommitTxn, state: CatalogState) -> None:
     table.rowsets.extend(op.rowsets)
 
 
+def _bind_sub_labels(state: CatalogState, txn, final: list[str]) -> None:
+    """Group commit: `final` client labels now belong to `txn`; its other reservations go."""
+    db = state.databases.get(txn.db_id)
+    if db is None or not (final or txn.sub_labels):
+        return
+    keep = set(final)
+    for label in txn.sub_labels:
+        if label not in keep and db.labels.get(label) == txn.id:
+            del db.labels[label]
+    for label in final:
+        db.labels[label] = txn.id
+    txn.sub_labels = list(final)
+
+
+@_apply.register
+def _(op: ops.ReserveLabel, state: CatalogState) -> None:
+    txn = state.txns.get(op.txn_id)
+    if txn is None:
+        return
+    txn.sub_labels.append(op.label)
+    db = state.databases.get(txn.db_id)
+    if db is not None:
+        db.labels[op.label] = txn.id
+
+
 @_apply.register
 def _(op: ops.AbortTxn, state: CatalogState) -> None:
     txn = state.txns.get(op.txn_id)
     if txn is None:
         return
+    _bind_sub_labels(state, txn, [])  # reserved client labels are free again
     txn.status = "ABORTED"
     txn.reason = op.reason
     txn.finish_time = op.time
@@ -130,8 +157,11 @@ def _(op: ops.ExpireTxns, state: CatalogState) -> None:
         if txn is None:
             continue
         db = state.databases.get(txn.db_id)
-        if db is not None and db.labels.get(txn.label) == txn_id:
-            del db.labels[txn.label]
+        if db is None:
+            continue
+        for label in (txn.label, *txn.sub_labels):
+            if db.labels.get(label) == txn_id:
+                del db.labels[label]
 
 
 @_apply.register

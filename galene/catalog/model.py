@@ -122,6 +122,9 @@ class Txn(msgspec.Struct, kw_only=True):
     rowsets: list[Rowset] = msgspec.field(default_factory=list)  # PRECOMMITTED (2PC) rowsets wait here
     num_rows: int = 0
     load_bytes: int = 0
+    # Group commit: client labels merged into this transaction. While PREPARE they are
+    # reserved (Database.labels maps them here); the commit fixes the final list.
+    sub_labels: list[str] = msgspec.field(default_factory=list)
 
 
 class Backend(msgspec.Struct, kw_only=True):

@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import msgspec
+
 from galene.catalog.model import Backend, CatalogState, Database, Rowset, Table, Txn
 from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
 from galene.meta import ops
@@ -40,6 +42,18 @@ class LabelAlreadyExists(LoadError):
         self.existing_status = EXISTING_JOB_STATUS.get(txn.status, "FINISHED")
 
 
+# Labels of the merged transactions BEs begin for group commit (Doris' form).
+GROUP_COMMIT_LABEL_PREFIX = "group_commit_"
+
+
+class SubLabelConflict(GaleneError):
+    """Client labels of a merged commit that other live txns already hold: label -> txn id."""
+
+    def __init__(self, conflicts: dict[str, int]):
+        super().__init__(f"labels already loaded by other transactions: {conflicts}")
+        self.conflicts = conflicts
+
+
 @dataclass
 class TxnTimeouts:
     default_s: int
@@ -47,11 +61,21 @@ class TxnTimeouts:
 
 
 class CatalogService:
-    def __init__(self, store: MetaStore, *, label_keep_max_second: int, default_load_timeout_s: int = 600):
+    def __init__(
+        self,
+        store: MetaStore,
+        *,
+        label_keep_max_second: int,
+        default_load_timeout_s: int = 600,
+        precommit_timeout_s: int = 3600,
+    ):
         self.store = store
         self.lock = threading.RLock()
         self.label_keep_max_second = label_keep_max_second
         self.default_load_timeout_s = default_load_timeout_s
+        # Doris' stream_load_default_precommit_timeout_second: a PRECOMMITTED (2PC) txn
+        # that nobody commits or aborts within this long after its precommit is aborted.
+        self.precommit_timeout_s = precommit_timeout_s
 
     @property
     def state(self) -> CatalogState:
@@ -273,6 +297,164 @@ class CatalogService:
             if expired:
                 self.store.log(ops.ExpireTxns(txn_ids=expired))
         return aborted
+
+    def abort_stale_precommitted(self, now: float | None = None) -> list[Rowset]:
+        """Abort PRECOMMITTED txns past the precommit timeout; returns the rowsets they held.
+
+        Doris times out a PREPARE txn by its load timeout and a PRECOMMITTED one by
+        `stream_load_default_precommit_timeout_second` counted from the precommit. The
+        caller deletes the returned files (the abort is journaled first, so a crash in
+        between leaves only unreferenced files for GC).
+        """
+        now = now or time.time()
+        freed: list[Rowset] = []
+        with self.lock:
+            for txn in list(self.state.txns.values()):
+                if txn.status == "PRECOMMITTED" and now - txn.commit_time > self.precommit_timeout_s:
+                    freed.extend(txn.rowsets)
+                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="timeout by txn manager", time=now))
+        return freed
+
+    # --- two-phase commit (`_stream_load_2pc`) -----------------------------------------
+    def txn_for_2pc(self, db_name: str, txn_id: int | None, label: str | None) -> Txn:
+        """The txn a 2PC request names, by id (preferred, as Doris) or by label."""
+        db = self.db(db_name)
+        if txn_id is not None:
+            txn = self.state.txns.get(txn_id)
+            if txn is None or txn.db_id != db.id:
+                raise GaleneError(f"transaction [{txn_id}] not found")
+            return txn
+        found = db.labels.get(label or "")
+        txn = self.state.txns.get(found) if found is not None else None
+        if txn is None:
+            raise GaleneError(f"running transaction not found, label={label}")
+        return txn
+
+    def commit_txn_2pc(self, db_name: str, txn_id: int | None = None, label: str | None = None) -> Txn:
+        """Make a PRECOMMITTED txn visible (Doris texts for every other state)."""
+        with self.lock:
+            txn = self.txn_for_2pc(db_name, txn_id, label)
+            if txn.status == "ABORTED":
+                raise GaleneError(f"transaction [{txn.id}] is already aborted, abort reason: {txn.reason}")
+            if txn.status in ("COMMITTED", "VISIBLE"):
+                raise GaleneError(
+                    f"transaction [{txn.id}] is already {txn.status.lower()}, not pre-committed."
+                )
+            if txn.status != "PRECOMMITTED":
+                raise GaleneError(f"transaction [{txn.id}] is {txn.status.lower()}, not pre-committed.")
+            return self.commit_txn(txn.id, [], num_rows=txn.num_rows, load_bytes=txn.load_bytes)
+
+    def abort_txn_2pc(
+        self, db_name: str, txn_id: int | None = None, label: str | None = None
+    ) -> tuple[Txn, list[Rowset]]:
+        """Abort a PREPARE or PRECOMMITTED txn by user request; returns the rowsets it held.
+
+        A PREPARE txn's files are still the BE's: its commit then fails and it deletes them.
+        """
+        with self.lock:
+            txn = self.txn_for_2pc(db_name, txn_id, label)
+            if txn.status == "ABORTED":
+                raise GaleneError(f"transaction [{txn.id}] is already aborted, abort reason: {txn.reason}")
+            if txn.status in ("COMMITTED", "VISIBLE"):
+                raise GaleneError(f"transaction [{txn.id}] is already {txn.status}, could not abort.")
+            freed = list(txn.rowsets)
+            self.store.log(ops.AbortTxn(txn_id=txn.id, reason="User Abort", time=time.time()))
+            return txn, freed
+
+    # --- group commit -----------------------------------------------------------------
+    def begin_group_txn(
+        self, db_id: int, table_id: int, label: str, *, timeout_s: int, backend_id: int
+    ) -> tuple[Txn, Table]:
+        """Begin a BE's merged group-commit txn; the table is named by id (WAL replay)."""
+        db = self.state.databases.get(db_id)
+        table = self.state.tables.get(table_id)
+        if db is None or table is None or table.db_id != db_id:
+            raise GaleneError(f"table [{table_id}] of database [{db_id}] does not exist")
+        return self.begin_txn(db.name, table.name, label, timeout_s=timeout_s, backend_id=backend_id)
+
+    def _label_owner(self, db: Database, label: str, txn_id: int) -> Txn | None:
+        """The live txn other than `txn_id` that holds `label`, if any (aborted ones do not)."""
+        owner_id = db.labels.get(label)
+        if owner_id is None or owner_id == txn_id:
+            return None
+        owner = self.state.txns.get(owner_id)
+        return owner if owner is not None and owner.status != "ABORTED" else None
+
+    def reserve_group_label(self, txn_id: int, label: str) -> Txn:
+        """Bind a client label to a PREPARE merged txn, or raise LabelAlreadyExists."""
+        with self.lock:
+            txn = self._live_txn(txn_id, ("PREPARE",))
+            db = self.state.databases[txn.db_id]
+            owner = self._label_owner(db, label, -1)
+            if owner is not None:
+                raise LabelAlreadyExists(label, owner)
+            self.store.log(ops.ReserveLabel(txn_id=txn_id, label=label))
+            return txn
+
+    def commit_group_txn(
+        self, txn_id: int, rowsets: list[Rowset], sub_labels: list[str], *, num_rows: int, load_bytes: int
+    ) -> Txn:
+        """Commit a merged txn and bind its client labels atomically.
+
+        A client label that another live txn holds (a retry that another BE or an earlier
+        group already loaded) fails the commit with SubLabelConflict: the BE drops those rows
+        and commits again, so a label is never loaded twice.
+        """
+        with self.lock:
+            txn = self._live_txn(txn_id, ("PREPARE",))
+            db = self.state.databases.get(txn.db_id)
+            table = self.state.tables.get(txn.table_id)
+            if db is None or table is None:
+                raise GaleneError(f"table of transaction [{txn_id}] was dropped")
+            conflicts = {
+                label: owner.id
+                for label in sub_labels
+                if (owner := self._label_owner(db, label, txn_id)) is not None
+            }
+            if conflicts:
+                raise SubLabelConflict(conflicts)
+            version = table.visible_version + 1
+            stamped = [
+                msgspec.structs.replace(r, version=version, txn_id=txn_id, files=list(r.files))
+                for r in rowsets
+            ]
+            self.store.log(
+                ops.CommitTxn(
+                    txn_id=txn_id,
+                    version=version,
+                    rowsets=stamped,
+                    time=time.time(),
+                    num_rows=num_rows,
+                    load_bytes=load_bytes,
+                    sub_labels=list(sub_labels),
+                )
+            )
+            return txn
+
+    def recover_group_txns(self, backend_id: int, groups: list[tuple[int, str]]) -> dict[str, str]:
+        """A restarted BE's first call: abort every PREPARE group-commit txn it began (their
+        in-memory parts died with it, their WAL parts are replayed), then report the status
+        of each (db_id, group label) it has a WAL for: VISIBLE, ABORTED or UNKNOWN.
+
+        Under the lock, so a commit the dead BE sent just before dying either landed
+        (VISIBLE) or is refused afterwards: the replay never loads a group twice.
+        """
+        with self.lock:
+            now = time.time()
+            for txn in list(self.state.txns.values()):
+                if (
+                    txn.backend_id == backend_id
+                    and txn.status == "PREPARE"
+                    and txn.label.startswith(GROUP_COMMIT_LABEL_PREFIX)
+                ):
+                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="group commit BE restarted", time=now))
+            out: dict[str, str] = {}
+            for db_id, label in groups:
+                db = self.state.databases.get(db_id)
+                txn_id = db.labels.get(label) if db is not None else None
+                txn = self.state.txns.get(txn_id) if txn_id is not None else None
+                out[label] = txn.status if txn is not None else "UNKNOWN"
+            return out
 
     # --- backends -------------------------------------------------------------------
     def add_backend(self, host: str, heartbeat_port: int, tags: dict[str, str] | None = None) -> Backend:

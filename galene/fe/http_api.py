@@ -18,15 +18,25 @@ from urllib.parse import quote
 import msgspec
 from aiohttp import web
 
+from galene.be import two_phase
 from galene.be.stream_load import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
-from galene.fe.catalog_service import LabelAlreadyExists
+from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
+from galene.fe.insert import is_internal_password
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
 from galene.net.server import tasks_dump_handler
+from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
+
+
+def _table_doc(table) -> dict:
+    """A table as the BE needs it: schema, layout, properties; not the data files."""
+    doc = msgspec.to_builtins(table)
+    doc["rowsets"] = []
+    return doc
 
 
 def password_hash(password: str) -> str:
@@ -51,6 +61,16 @@ class FeHttpApi:
             web.put("/api/{db}/{table}/_stream_load", sl, expect_handler=_no_continue),
             web.put("/api/{db}/{table}/_stream_load/", sl, expect_handler=_no_continue),
             web.get("/api/{db}/get_load_state", self.get_load_state),
+            web.get("/api/{db}/get_load_state/", self.get_load_state),
+            *(
+                web.put(path, self.stream_load_2pc)
+                for path in (
+                    "/api/{db}/{table}/_stream_load_2pc",
+                    "/api/{db}/{table}/_stream_load_2pc/",
+                    "/api/{db}/_stream_load_2pc",
+                    "/api/{db}/_stream_load_2pc/",
+                )
+            ),
             web.get("/api/health", self.health),
             web.get("/api/bootstrap", self.health),
             web.get("/metrics", self.metrics),
@@ -61,11 +81,20 @@ class FeHttpApi:
             web.post("/api/_internal/txn/begin", self.txn_begin),
             web.post("/api/_internal/txn/commit", self.txn_commit),
             web.post("/api/_internal/txn/abort", self.txn_abort),
+            web.post("/api/_internal/table_info", self.table_info),
+            web.post("/api/_internal/group_commit/begin", self.group_commit_begin),
+            web.post("/api/_internal/group_commit/reserve_label", self.group_commit_reserve_label),
+            web.post("/api/_internal/group_commit/label_status", self.group_commit_label_status),
+            web.post("/api/_internal/group_commit/commit", self.group_commit_commit),
+            web.post("/api/_internal/group_commit/recover", self.group_commit_recover),
+            web.post("/api/_internal/txn/2pc", self.txn_2pc),
         ]
 
     # --- auth -----------------------------------------------------------------------
     def check_user(self, user: str, password: str) -> bool:
         stored = self.fe.state.users.get(user.split("@")[0])
+        if stored is not None and is_internal_password(self.fe.store.token, user, password):
+            return True  # a load the FE itself sends for a SQL INSERT (galene/fe/insert.py)
         return stored is not None and stored == password_hash(password)
 
     def _basic_auth(self, request: web.Request) -> tuple[str, str] | None:
@@ -123,6 +152,43 @@ class FeHttpApi:
             return web.json_response({"status": "FAILED", "msg": e.message, "data": None})
         state = "UNKNOWN" if txn is None else txn.status
         return web.json_response({"msg": "success", "code": 0, "data": state, "count": 0})
+
+    # --- two-phase commit -------------------------------------------------------------
+    async def stream_load_2pc(self, request: web.Request) -> web.Response:
+        """`_stream_load_2pc` on the FE: answered here (Doris redirects it to a BE, which
+        asks the FE; answering directly gives the same reply without the extra hop)."""
+        if self._basic_auth(request) is None:  # Doris checks the password first
+            return self._unauthorized()
+        try:
+            req = two_phase.parse_request(request.match_info.get("db", ""), request.headers)
+        except two_phase.TwoPhaseError as e:
+            return two_phase.json_reply(e.reply())
+        return two_phase.json_reply(await self.run_2pc(req))
+
+    async def run_2pc(self, req: two_phase.TwoPhaseRequest) -> dict:
+        """Commit or abort the named txn; an aborted PRECOMMITTED txn's files are deleted."""
+        catalog = self.fe.catalog
+        try:
+            if req.operation == "commit":
+                await asyncio.to_thread(catalog.commit_txn_2pc, req.db, req.txn_id, req.label)
+            else:
+                _, freed = await asyncio.to_thread(catalog.abort_txn_2pc, req.db, req.txn_id, req.label)
+                if freed:
+                    await asyncio.to_thread(delete_rowset_files, self.fe.fs, self.fe.root, freed)
+        except GaleneError as e:
+            return two_phase.fe_error(e.message).reply()
+        return two_phase.success_reply(req)
+
+    async def txn_2pc(self, request: web.Request) -> web.Response:
+        """Internal: a BE relays a `_stream_load_2pc` request it received."""
+        if not self._check_token(request):
+            return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        p = await request.json()
+        if not self.check_user(str(p.get("user", "")), str(p.get("password", ""))):
+            return web.json_response(
+                two_phase.fe_error("Access denied for user. Please check your username and password.").reply()
+            )
+        return web.json_response(await self.run_2pc(two_phase.TwoPhaseRequest.from_payload(p)))
 
     # --- operations -----------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
@@ -231,6 +297,88 @@ class FeHttpApi:
             )
             self.fe.metrics.observe_ms("galene_fe_txn_commit", (time.monotonic() - t0) * 1000)
             return {"status": "OK"}
+
+        return await self._internal(request, fn)
+
+    # --- internal group-commit API (BE -> FE) -------------------------------------------
+    async def table_info(self, request: web.Request) -> web.Response:
+        """Schema, layout and properties of a table for a BE that loads without its own txn."""
+
+        async def fn(p: dict) -> dict:
+            if not self.check_user(p.get("user", ""), p.get("password", "")):
+                raise LoadError("Access denied for user. Please check your username and password.")
+            table = self.fe.catalog.table(p["db"], p["table"])
+            return {"status": "OK", "table": _table_doc(table)}
+
+        return await self._internal(request, fn)
+
+    async def group_commit_begin(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            txn, table = await asyncio.to_thread(
+                self.fe.catalog.begin_group_txn,
+                int(p["db_id"]),
+                int(p["table_id"]),
+                str(p["label"]),
+                timeout_s=int(p.get("timeout_s") or 0) or self.fe.catalog.default_load_timeout_s,
+                backend_id=int(p.get("backend_id") or 0),
+            )
+            return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
+
+        return await self._internal(request, fn)
+
+    async def group_commit_reserve_label(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            await asyncio.to_thread(self.fe.catalog.reserve_group_label, int(p["txn_id"]), str(p["label"]))
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)
+
+    async def group_commit_label_status(self, request: web.Request) -> web.Response:
+        """Read-only: does a live txn hold this label? (a retry is answered before its rows
+        are written anywhere; the reservation after the WAL write stays authoritative)"""
+
+        async def fn(p: dict) -> dict:
+            db = self.fe.state.databases.get(int(p["db_id"]))
+            txn_id = db.labels.get(str(p["label"])) if db is not None else None
+            txn = self.fe.state.txns.get(txn_id) if txn_id is not None else None
+            if txn is None or txn.status == "ABORTED":
+                return {"status": "OK", "used": False}
+            return {
+                "status": "OK",
+                "used": True,
+                "txn_id": txn.id,
+                "existing_status": EXISTING_JOB_STATUS.get(txn.status, "FINISHED"),
+            }
+
+        return await self._internal(request, fn)
+
+    async def group_commit_commit(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            rowsets = msgspec.convert(p.get("rowsets", []), list[Rowset])
+            t0 = time.monotonic()
+            try:
+                await asyncio.to_thread(
+                    self.fe.catalog.commit_group_txn,
+                    int(p["txn_id"]),
+                    rowsets,
+                    [str(label) for label in p.get("sub_labels", [])],
+                    num_rows=int(p.get("num_rows", 0)),
+                    load_bytes=int(p.get("load_bytes", 0)),
+                )
+            except SubLabelConflict as e:
+                return {"status": "CONFLICT", "message": e.message, "conflicts": e.conflicts}
+            self.fe.metrics.observe_ms("galene_fe_txn_commit", (time.monotonic() - t0) * 1000)
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)
+
+    async def group_commit_recover(self, request: web.Request) -> web.Response:
+        async def fn(p: dict) -> dict:
+            groups = [(int(g["db_id"]), str(g["label"])) for g in p.get("groups", [])]
+            statuses = await asyncio.to_thread(
+                self.fe.catalog.recover_group_txns, int(p["backend_id"]), groups
+            )
+            return {"status": "OK", "groups": statuses}
 
         return await self._internal(request, fn)
 

@@ -27,6 +27,7 @@ from galene.net.server import Metrics, make_server_socket
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
+from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class FeServer:
             self.store,
             label_keep_max_second=self.cfg.label_keep_max_second,
             default_load_timeout_s=min(self.cfg.stream_load_default_timeout_second, 600),
+            precommit_timeout_s=self.cfg.stream_load_default_precommit_timeout_second,
         )
         self.rpc = RpcClient(
             token=self.store.token,
@@ -153,6 +155,10 @@ class FeServer:
             await asyncio.sleep(5)
             try:
                 await asyncio.to_thread(self.catalog.expire_txns)
+                # PRECOMMITTED txns past their timeout: the FE holds their file list.
+                freed = await asyncio.to_thread(self.catalog.abort_stale_precommitted)
+                if freed:
+                    await asyncio.to_thread(delete_rowset_files, self.fs, self.root, freed)
                 if time.monotonic() - last_gc > self.cfg.gc_interval_seconds:
                     last_gc = time.monotonic()
                     await self.run_gc()

@@ -69,6 +69,17 @@ class CommitTxn(_Op):
     time: float
     num_rows: int = 0
     load_bytes: int = 0
+    # Group commit: the client labels this merged txn loads. They map to this txn from now
+    # on; labels it had reserved but does not load are released.
+    sub_labels: list[str] = msgspec.field(default_factory=list)
+
+
+class ReserveLabel(_Op):
+    """Group commit: a client label is reserved for a PREPARE merged txn (its data is in the
+    BE's WAL); a load or retry with that label elsewhere answers Label Already Exists."""
+
+    txn_id: int
+    label: str
 
 
 class AbortTxn(_Op):
@@ -115,6 +126,7 @@ Op = (
     | BeginTxn
     | PrecommitTxn
     | CommitTxn
+    | ReserveLabel
     | AbortTxn
     | ExpireTxns
     | AddBackend

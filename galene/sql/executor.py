@@ -4,6 +4,8 @@ DDL and SHOW statements are answered from FE metadata (changes go through
 `CatalogService`); queries are translated to Spark SQL with every table bound to a
 snapshot of its rowsets at the version visible when the query started, and run on the FE's
 long-lived Spark session in a worker thread so the MySQL endpoint stays responsive.
+INSERT becomes one stream load sent to a BE (`galene.fe.insert`); the SELECT of an
+INSERT … SELECT and VALUES holding expressions run on Spark like any query.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from galene import __version__
 from galene.catalog.model import Table
 from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
 from galene.common.types import ColumnType, from_spark_type_name
+from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
@@ -226,6 +229,12 @@ class SqlExecutor:
 
     # --- queries --------------------------------------------------------------------
     async def _do_Query(self, s, ctx):
+        out = await self._run_query(s.expr, ctx)
+        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in out.columns]
+        return StatementResult(columns=columns, rows=out.table)
+
+    async def _run_query(self, expr, ctx):
+        """Run a Doris query on Spark over the table versions visible now; returns QueryOutput."""
         views: dict[str, tuple[Table, int]] = {}
         bound: dict[tuple[str, str], str] = {}
 
@@ -239,13 +248,60 @@ class SqlExecutor:
                 bound[key] = view
             return bound[key]
 
-        spark_sql = to_spark_sql(s.expr, resolve)
+        spark_sql = to_spark_sql(expr, resolve)
         await self.fe.wait_engine()
         from galene.engine.query import run_query
 
-        out = await self._blocking(run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri)
-        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in out.columns]
-        return StatementResult(columns=columns, rows=out.table)
+        return await self._blocking(run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri)
+
+    # --- INSERT ---------------------------------------------------------------------
+    async def _do_Insert(self, s, ctx):
+        """INSERT INTO … VALUES / SELECT: the rows go to a BE as one stream load (see fe/insert.py)."""
+        if s.overwrite:
+            raise GaleneError("INSERT OVERWRITE is not supported yet")
+        db_name, table = self._table(s.db, s.table, ctx)
+        names = ins.target_columns(table, s.columns)
+        variables = ctx.variables
+        group_commit = str(variables.get("group_commit") or "off_mode").lower()
+        if group_commit not in ins.GROUP_COMMIT_MODES:
+            raise GaleneError("group_commit can only be [async_mode, sync_mode, off_mode]")
+        if s.values is not None:
+            ins.check_value_count(s.values, len(names))
+            rows = ins.literal_values_table(s.values, names)
+            if rows is None:  # expressions among the values: Spark evaluates them
+                out = await self._run_query(ins.values_select(s.values), ctx)
+                rows = out.table.rename_columns(names)
+        else:
+            # Doris does not group-commit INSERT … SELECT.
+            group_commit = "off_mode"
+            out = await self._run_query(s.query, ctx)
+            if len(out.columns) != len(names):
+                raise AnalysisError("insert into cols should be corresponding to the query output")
+            rows = out.table.rename_columns(names)
+        if rows.num_rows == 0:
+            return StatementResult(affected_rows=0)
+        load = ins.InsertLoad(
+            db=db_name,
+            table=table.name,
+            user=ctx.user,
+            columns=names,
+            label=s.label or ins.new_insert_label(),
+            group_commit=group_commit,
+            strict=_truthy(variables.get("enable_insert_strict", True)),
+            max_filter_ratio=float(variables.get("insert_max_filter_ratio", 1.0)),
+            timeout_s=int(variables.get("insert_timeout", 14400) or 14400),
+            partitions=s.partitions,
+        )
+        body = await asyncio.to_thread(ins.json_lines, rows)
+        reply = await ins.send_load(self.fe, load, body)
+        affected, info = ins.reply_outcome(reply, load)
+        return StatementResult(affected_rows=affected, info=info)
+
+
+def _truthy(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "on")
+    return bool(value)
 
 
 def _json(d) -> str:

@@ -146,10 +146,34 @@ class MetaStoreMachine(RuleBasedStateMachine):
     def txns_in(self, *statuses) -> list[int]:
         return sorted(t.id for t in self.state.txns.values() if t.status in statuses)
 
+    def label_is_free(self, db_id: int, label: str) -> bool:
+        owner = self.state.databases[db_id].labels.get(label)
+        return (
+            owner is None or self.state.txns.get(owner) is None or self.state.txns[owner].status == "ABORTED"
+        )
+
+    @precondition(lambda self: self.txns_in("PREPARE"))
+    @rule(data=st.data(), label=st.sampled_from(["c1", "c2", "c3", "a"]))
+    def reserve_label(self, data, label):
+        """Group commit: a client label reserved for a PREPARE merged txn."""
+        txn = self.state.txns[data.draw(st.sampled_from(self.txns_in("PREPARE")))]
+        if txn.db_id not in self.state.databases or not self.label_is_free(txn.db_id, label):
+            return
+        self.store.log(ops.ReserveLabel(txn_id=txn.id, label=label))
+
     @precondition(lambda self: self.txns_in("PREPARE"))
     @rule(data=st.data(), t=times, rows=st.integers(0, 10**9))
     def commit_txn(self, data, t, rows):
         txn = self.state.txns[data.draw(st.sampled_from(self.txns_in("PREPARE")))]
+        # Group commit: the final client labels are some of the reserved ones plus free ones.
+        sub_labels = []
+        if txn.db_id in self.state.databases:
+            candidates = sorted(set(txn.sub_labels) | {"c4", "c5"})
+            sub_labels = [
+                label
+                for label in data.draw(st.lists(st.sampled_from(candidates), unique=True, max_size=3))
+                if label in txn.sub_labels or self.label_is_free(txn.db_id, label)
+            ]
         table = self.state.tables.get(txn.table_id)  # may have been dropped while "loading"
         version = (table.visible_version if table else 1) + 1
         rowsets = []
@@ -170,7 +194,13 @@ class MetaStoreMachine(RuleBasedStateMachine):
                 )
         self.store.log(
             ops.CommitTxn(
-                txn_id=txn.id, version=version, rowsets=rowsets, time=t, num_rows=rows, load_bytes=rows * 8
+                txn_id=txn.id,
+                version=version,
+                rowsets=rowsets,
+                time=t,
+                num_rows=rows,
+                load_bytes=rows * 8,
+                sub_labels=sub_labels,
             )
         )
 

@@ -441,7 +441,16 @@ def test_from_headers_reads_values_case_insensitively():
         ({"format": "xml"}, "unknown data format, format=xml"),
         ({"skip_lines": "-3"}, "Invalid 'skip_lines': -3"),
         ({"column_separator": "\\xZZ"}, "Invalid hex format"),
-        ({"columns": "k1, k2 = k1 + 1"}, "not supported yet"),
+        ({"merge_type": "MERGE"}, "Excepted DELETE ON clause when merge type is MERGE."),
+        (
+            {"merge_type": "APPEND", "delete": "k = 1"},
+            "Not support DELETE ON clause when merge type is not MERGE.",
+        ),
+        ({"merge_type": "UPSERT"}, "Invalid merge type UPSERT"),
+        ({"timezone": "Mars/Olympus"}, "Unknown or incorrect time zone: 'Mars/Olympus'"),
+        ({"where": "k >"}, "failed to parse the `where` header"),
+        ({"columns": "k1, f(x)"}, "Invalid columns header"),
+        ({"jsonpaths": "not json", "format": "json"}, ""),
     ],
 )
 def test_from_headers_rejects_bad_values(headers, message):
@@ -450,9 +459,209 @@ def test_from_headers_rejects_bad_values(headers, message):
     assert message in info.value.message
 
 
-@pytest.mark.parametrize(
-    "opts", [LoadOptions(where="k > 1"), LoadOptions(jsonpaths='["$.a"]'), LoadOptions(format="parquet")]
-)
-def test_not_yet_supported_options_are_refused_not_ignored(opts):
+@pytest.mark.parametrize("fmt", ["orc", "arrow"])
+def test_formats_not_supported_are_refused_not_ignored(fmt):
     with pytest.raises(LoadError, match="not supported yet"):
-        parse_body(b"1\n", make_table([col("k", "int")]), opts)
+        parse_body(b"1\n", make_table([col("k", "int")]), LoadOptions(format=fmt))
+
+
+# --- issue 3: expressions, where, formats, separators, compression, merge types ------------------
+
+
+def test_columns_mapping_with_skipped_source_and_expressions():
+    table = make_table(
+        [col("k1", "int", nullable=False), col("v", "bigint"), col("dt", "date"), col("s", "varchar(20)")]
+    )
+    opts = LoadOptions.from_headers(
+        {
+            "column_separator": ",",
+            "columns": "k1, tmp, raw, v = tmp * 10, dt = str_to_date(raw, '%Y/%m/%d'), "
+            "s = concat(upper(raw), '-', ifnull(tmp, 'none'))",
+        }
+    )
+    batch = parse_body(b"1,5,2024/01/02\n2,\\N,bad\n", table, opts)
+    assert rows(batch) == [
+        {"k1": 1, "v": 50, "dt": dt.date(2024, 1, 2), "s": "2024/01/02-5"},
+        {"k1": 2, "v": None, "dt": None, "s": "BAD-none"},
+    ]
+    assert (batch.num_total, batch.num_filtered, batch.num_unselected) == (2, 0, 0)
+
+
+def test_expression_null_into_not_null_column_is_filtered_with_reason():
+    table = make_table([col("k", "int", nullable=False), col("v", "int", nullable=False)])
+    opts = LoadOptions.from_headers({"column_separator": ",", "columns": "k, tmp, v = tmp * 2"})
+    batch = parse_body(b"1,3\n2,abc\n", table, opts)
+    assert rows(batch) == [{"k": 1, "v": 6}]
+    assert batch.num_filtered == 1
+    assert "column(v) values is null while columns is not nullable" in batch.errors[0].reason
+    assert batch.errors[0].raw == "2,abc"
+
+
+def test_where_rows_are_unselected_not_filtered():
+    table = doris_table()
+    opts = LoadOptions.from_headers(
+        {"column_separator": ",", "strict_mode": "true", "where": "id > 3 and id <> 6"}
+    )
+    batch = parse_body(DORIS_CASE, table, opts)
+    # ids 1-3 and 6 unselected; of the rest, 5 (bad date) and 7 (7x7) are filtered.
+    assert batch.num_unselected == 4
+    assert batch.num_filtered == 2
+    assert batch.data.column("id").to_pylist() == [4, 8, 9, 10]
+    assert {e.raw.split(",")[0] for e in batch.errors} == {"5", "7"}
+
+
+def test_where_on_a_value_that_does_not_convert_unselects_the_row():
+    # Doris evaluates `where` on the source row first: NULL (from a bad value) selects nothing.
+    opts = LoadOptions.from_headers(
+        {"column_separator": ",", "strict_mode": "true", "where": "d > '2020-01-01'"}
+    )
+    batch = parse_body(DORIS_CASE, doris_table(), opts)
+    # Unselected: 1 (not after) and 5 (bad date); filtered: 3 and 7 (bad v, strict mode).
+    assert (batch.num_total, batch.num_unselected, batch.num_filtered) == (10, 2, 2)
+
+
+def test_where_on_a_skipped_source_column():
+    table = make_table([col("k", "int"), col("v", "varchar(5)")])
+    opts = LoadOptions.from_headers(
+        {"column_separator": ",", "columns": "k, kind, v", "where": "kind = 'keep'"}
+    )
+    batch = parse_body(b"1,keep,a\n2,drop,b\n3,keep,c\n", table, opts)
+    assert rows(batch) == [{"k": 1, "v": "a"}, {"k": 3, "v": "c"}]
+    assert (batch.num_total, batch.num_unselected, batch.num_filtered) == (3, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "headers,body",
+    [
+        ({"column_separator": "||", "line_delimiter": "\\n"}, b"1||a\n2||b\n"),
+        ({"column_separator": "\\x01", "line_delimiter": "\\x02"}, b"1\x01a\x022\x01b\x02"),
+        ({"column_separator": ",", "line_delimiter": "|||"}, b"1,a|||2,b|||"),
+        ({"column_separator": ",", "line_delimiter": "\\n\\n"}, b"1,a\n\n2,b\n\n"),
+    ],
+)
+def test_separators_of_any_length(headers, body):
+    table = make_table([col("k", "int"), col("s", "varchar(10)")])
+    batch = parse_body(body, table, LoadOptions.from_headers(headers))
+    assert rows(batch) == [{"k": 1, "s": "a"}, {"k": 2, "s": "b"}]
+
+
+def test_custom_line_delimiter_keeps_newlines_inside_values():
+    table = make_table([col("k", "int"), col("s", "varchar(20)")])
+    opts = LoadOptions.from_headers({"column_separator": "|", "line_delimiter": "\\x03"})
+    batch = parse_body(b"1|two\nlines\x032|cr\rhere\x03", table, opts)
+    assert rows(batch) == [{"k": 1, "s": "two\nlines"}, {"k": 2, "s": "cr\rhere"}]
+
+
+def test_enclose_and_escape_keep_separators_and_newlines_in_values():
+    table = make_table([col("k", "int"), col("s", "varchar(30)")])
+    opts = LoadOptions.from_headers({"column_separator": "||", "enclose": "'", "escape": "\\"})
+    batch = parse_body(b"1||'a||b\nc'\n2||'it\\'s'\n", table, opts)
+    assert rows(batch) == [{"k": 1, "s": "a||b\nc"}, {"k": 2, "s": "it's"}]
+
+
+def test_trim_double_quotes_and_csv_with_names_and_types():
+    table = make_table([col("k", "int"), col("s", "varchar(10)")])
+    trimmed = parse_body(b'"1","x"\n', table, csv_opts(trim_double_quotes=True))
+    assert rows(trimmed) == [{"k": 1, "s": "x"}]
+    typed = parse_body(b"k,s\nINT,VARCHAR\n2,y\n", table, csv_opts(format="csv_with_names_and_types"))
+    assert rows(typed) == [{"k": 2, "s": "y"}]
+
+
+@pytest.mark.parametrize("codec", ["gz", "bz2", "lz4", "zstd"])
+def test_compress_types(codec):
+    import bz2 as bz2_mod
+
+    raw = b"1\n2\n3\n"
+    if codec == "gz":
+        body = gzip.compress(raw)
+    elif codec == "bz2":
+        body = bz2_mod.compress(raw)
+    else:
+        sink = pa.BufferOutputStream()
+        with pa.CompressedOutputStream(sink, {"lz4": "lz4", "zstd": "zstd"}[codec]) as out:
+            out.write(raw)
+        body = sink.getvalue().to_pybytes()
+    table = make_table([col("a", "int")])
+    batch = parse_body(body, table, LoadOptions.from_headers({"compress_type": codec}))
+    assert batch.data.column("a").to_pylist() == [1, 2, 3]
+
+
+def test_body_that_is_not_what_compress_type_says_is_a_clear_error():
+    with pytest.raises(LoadError, match="failed to decompress the body as zstd"):
+        parse_body(b"1\n2\n", make_table([col("a", "int")]), LoadOptions(compress_type="zstd"))
+
+
+def test_jsonpaths_map_nested_values_to_columns():
+    table = make_table([col("id", "int"), col("x", "varchar(10)"), col("first", "int")])
+    body = b'{"k1": 1, "v": {"x": "a"}, "arr": [7, 8]}\n{"k1": 2, "v": {"x": "b"}, "arr": []}\n'
+    opts = LoadOptions.from_headers({"format": "json", "jsonpaths": '["$.k1", "$.v.x", "$.arr[0]"]'})
+    assert rows(parse_body(body, table, opts)) == [
+        {"id": 1, "x": "a", "first": 7},
+        {"id": 2, "x": "b", "first": None},
+    ]
+    # With `columns`, the paths feed the named source columns in order.
+    opts = LoadOptions.from_headers(
+        {"format": "json", "jsonpaths": '["$.v.x", "$.k1"]', "columns": "x, raw, id = raw * 10"}
+    )
+    assert rows(parse_body(body, table, opts)) == [
+        {"id": 10, "x": "a", "first": None},
+        {"id": 20, "x": "b", "first": None},
+    ]
+
+
+def test_json_numbers_keep_every_digit():
+    table = make_table([col("id", "bigint"), col("amount", "decimal(30,10)"), col("s", "varchar(40)")])
+    body = b'{"id": 9007199254740993, "amount": 12345678901234567890.0123456789, "s": 1.50}\n'
+    exact = parse_body(body, table, LoadOptions(format="json"))
+    assert rows(exact)[0]["id"] == 9007199254740993
+    assert rows(exact)[0]["amount"] == Decimal("12345678901234567890.0123456789")
+    as_string = parse_body(body, table, LoadOptions(format="json", num_as_string=True))
+    assert rows(as_string)[0]["s"] == "1.50"
+
+
+def test_parquet_body_maps_columns_by_name():
+    import pyarrow.parquet as pq
+
+    table = make_table([col("k", "int"), col("s", "varchar(5)"), col("d", "date")])
+    src = pa.table({"S": ["a", "toolong"], "k": pa.array([1, 2], pa.int64()), "extra": [0.5, 1.5]})
+    sink = pa.BufferOutputStream()
+    pq.write_table(src, sink)
+    batch = parse_body(sink.getvalue().to_pybytes(), table, LoadOptions(format="parquet"))
+    assert rows(batch) == [{"k": 1, "s": "a", "d": None}]
+    assert batch.num_filtered == 1 and "too long" in batch.errors[0].reason
+    with pytest.raises(LoadError, match="Parquet"):
+        parse_body(b"not parquet", table, LoadOptions(format="parquet"))
+
+
+def unique_table(**properties):
+    t = make_table(
+        [col("k", "int", nullable=False), col("v", "varchar(10)"), col("seq", "int"),
+         col(DELETE_SIGN, "tinyint", nullable=False, hidden=True, default="0")],
+        keys_type="UNIQUE_KEYS",
+    )  # fmt: skip
+    t.properties.update(properties)
+    return t
+
+
+def test_merge_type_delete_and_merge_set_the_delete_sign():
+    table = unique_table()
+    deleting = parse_body(
+        b"1,a,1\n2,b,1\n", table, LoadOptions.from_headers({"column_separator": ",", "merge_type": "DELETE"})
+    )
+    assert deleting.data.column(DELETE_SIGN).to_pylist() == [1, 1]
+    merge = LoadOptions.from_headers({"column_separator": ",", "merge_type": "MERGE", "delete": "v = 'gone'"})
+    merged = parse_body(b"1,keep,1\n2,gone,1\n3,\\N,1\n", table, merge)
+    assert merged.data.column(DELETE_SIGN).to_pylist() == [0, 1, 0]
+
+
+def test_merge_type_and_sequence_errors_use_doris_texts():
+    dup = make_table([col("k", "int"), col("v", "int")])
+    with pytest.raises(LoadError, match="load by MERGE or DELETE is only supported in unique tables."):
+        parse_body(b"1,1\n", dup, LoadOptions.from_headers({"merge_type": "DELETE"}))
+    with pytest.raises(LoadError, match="There is no sequence column in the table t"):
+        parse_body(
+            b"1,a,1\n", unique_table(), LoadOptions.from_headers({"function_column.sequence_col": "seq"})
+        )
+    # A table whose sequence column maps to `seq` needs no header.
+    batch = parse_body(b"1,a,1\n", unique_table(**{"function_column.sequence_col": "seq"}), csv_opts())
+    assert batch.data.num_rows == 1

@@ -286,3 +286,31 @@ def test_many_and_few_tablets_split_the_same_way(buckets):
         order = rows.column("v").to_numpy()
         assert (np.diff(order) > 0).all()
         assert (expected_bucket[order] == tablet_id - 500).all()
+
+
+def test_partitions_header_loads_only_the_named_partitions():
+    table = range_table()
+    body = b"2019-05-01,1,a\n2020-06-01,2,b\n2022-03-01,4,c\n"
+    routed = route_rows(batch_of(table, body), table, partitions=["p2020", "P2022"])
+    loaded = sorted(r["k"] for _, (_, t) in routed.per_tablet.items() for r in t.to_pylist())
+    assert loaded == [2, 4]
+    assert routed.num_filtered == 1  # the 2019 row belongs to p_old, which was not named
+    assert routed.errors[0].reason.startswith("no partition for this tuple")
+    with pytest.raises(Exception, match="Unknown partition 'p1999' in table 'events'"):
+        route_rows(batch_of(table, body), table, partitions=["p1999"])
+
+
+def test_dedup_with_a_sequence_column_keeps_the_highest_sequence_then_the_last_row():
+    data = pa.table(
+        {
+            "k": [1, 1, 1, 2, 2, 3, 3],
+            "seq": [5, 9, 7, 1, 1, None, 0],
+            "v": ["a", "b", "c", "d", "e", "f", "g"],
+        }
+    )
+    out = dedup_last_per_key(data, ["k"], "seq")
+    assert sorted(out.to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "seq": 9, "v": "b"},  # highest sequence, though not the last row
+        {"k": 2, "seq": 1, "v": "e"},  # a tie: the later row
+        {"k": 3, "seq": 0, "v": "g"},  # NULL sorts below every value
+    ]

@@ -1,0 +1,809 @@
+"""Group commit on the BE: many small loads of one table merged into one transaction.
+
+Owns the mode choice (header `group_commit`, else table property `group_commit_mode`;
+Doris' fallbacks to off_mode), the per-table queues (`GroupCommitQueue`), the merged
+commit, WAL recovery at start (`GroupCommitManager`) and the group-commit reply.
+
+A load is parsed and converted like any stream load, rows that fit no partition are
+filtered, and the rows left join the table's current *group*: a transaction the BE began
+at the FE under a `group_commit_<hex>` label when the group opened. async_mode appends the
+rows to the group's WAL file and fsyncs before it answers; sync_mode (and async_mode while
+the WAL is over `group_commit_wal_max_disk_limit`) keeps them in memory and answers when
+the merged transaction is visible. A group closes after the table's
+`group_commit_interval_ms` or once it holds `group_commit_data_bytes`; it is then written
+as ONE rowset per tablet and committed once, and its WAL file deleted.
+
+Client labels (beyond Doris, which refuses them with group commit): after its rows are
+durable, a labelled load reserves its label for the group's transaction at the FE (one
+journaled op). A label the FE already knows answers `Label Already Exists` (RUNNING while
+its group is pending, FINISHED once visible) and loads nothing. The merged commit binds
+the labels atomically and refuses labels another live transaction holds, so even a
+record that reached two WALs (a retry after a crash between fsync and reservation) is
+loaded once. Reserving after the fsync means a reservation always has durable data behind
+it: a crash never leaves a label that blocks retries but loads nothing.
+
+Recovery: a restarted BE asks the FE to abort every PREPARE group transaction it had begun
+(under the FE lock, so a commit sent just before the crash either landed or is refused),
+learns which WAL groups are VISIBLE (those WALs are deleted), and loads the rest exactly as
+a normal group, under the same label; group-commit loads wait until this is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from galene.be.load_options import LoadOptions
+from galene.be.parse import ParsedBatch
+from galene.be.routing import route_rows
+from galene.be.stream_load import (
+    StreamLoadReply,
+    filter_ratio_exceeded,
+    new_label,
+    read_and_parse,
+)
+from galene.be.wal import WalFile, WalWriter, encode_record, list_wal_files, read_wal, wal_dir, wal_file_name
+from galene.catalog.model import Rowset, Table
+from galene.common.errors import GaleneError, LoadError
+from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
+
+log = logging.getLogger(__name__)
+
+MODES = ("async_mode", "sync_mode", "off_mode")
+INVALID_MODE = "[INVALID_ARGUMENT]group_commit can only be [async_mode, sync_mode, off_mode]"
+GROUP_LABEL_PREFIX = "group_commit_"
+DEFAULT_INTERVAL_MS = 10000
+DEFAULT_DATA_BYTES = 134217728
+# Table schema/properties are cached this long per (db, table, user): ALTER TABLE SET takes
+# effect for groups opened after that.
+TABLE_INFO_TTL_S = 1.0
+# A merged txn stays PREPARE for the group's interval plus its flush; the FE aborts it if
+# the BE vanishes for longer than this past the interval (the WAL replay reloads it).
+GROUP_TXN_TIMEOUT_S = 600
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 10.0
+# Deadline of the FE calls on the load path (reserve a label, look up a table).
+FE_CALL_TIMEOUT_S = 5.0
+
+
+def new_group_label() -> str:
+    h = uuid.uuid4().hex
+    return f"{GROUP_LABEL_PREFIX}{h[:16]}_{h[16:]}"
+
+
+def requested_mode(headers) -> str | None:
+    """The `group_commit` header (any case), validated; None when absent."""
+    raw = headers.get("group_commit")
+    if raw is None or not raw.strip():
+        return None
+    mode = raw.strip().lower()
+    if mode not in MODES:
+        raise LoadError(INVALID_MODE)
+    return mode
+
+
+def table_mode(table: Table) -> str:
+    mode = table.properties.get("group_commit_mode", "off_mode").strip().lower()
+    return mode if mode in MODES else "off_mode"
+
+
+def _int_property(table: Table, name: str, default: int) -> int:
+    try:
+        value = int(str(table.properties.get(name, default)).strip())
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def interval_s(table: Table) -> float:
+    return _int_property(table, "group_commit_interval_ms", DEFAULT_INTERVAL_MS) / 1000
+
+
+def data_bytes(table: Table) -> int:
+    return _int_property(table, "group_commit_data_bytes", DEFAULT_DATA_BYTES)
+
+
+def falls_back_to_off(headers) -> bool:
+    """Doris loads these without group commit: 2PC, explicit partitions, partial updates."""
+
+    def flag(name: str) -> bool:
+        return (headers.get(name) or "").strip().lower() == "true"
+
+    return (
+        flag("two_phase_commit")
+        or bool((headers.get("partitions") or "").strip())
+        or bool((headers.get("temporary_partitions") or "").strip())
+        or flag("partial_columns")
+    )
+
+
+@dataclass
+class GroupCommitReply(StreamLoadReply):
+    """Doris' group-commit reply: `GroupCommit: true` in place of `TwoPhaseCommit`, no
+    BeginTxnTimeMs / CommitAndPublishTimeMs; Galene adds `ClientLabel` when one was sent."""
+
+    client_label: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "TxnId": self.txn_id,
+            "Label": self.label,
+            "Comment": self.comment,
+            "GroupCommit": True,
+            "Status": self.status,
+        }
+        if self.existing_job_status is not None:
+            d["ExistingJobStatus"] = self.existing_job_status
+        d.update(
+            {
+                "Message": self.message,
+                "NumberTotalRows": self.number_total_rows,
+                "NumberLoadedRows": self.number_loaded_rows,
+                "NumberFilteredRows": self.number_filtered_rows,
+                "NumberUnselectedRows": self.number_unselected_rows,
+                "LoadBytes": self.load_bytes,
+                "LoadTimeMs": self.load_time_ms,
+                "StreamLoadPutTimeMs": self.stream_load_put_time_ms,
+                "ReadDataTimeMs": self.read_data_time_ms,
+                "WriteDataTimeMs": self.write_data_time_ms,
+            }
+        )
+        if self.error_url:
+            d["ErrorURL"] = self.error_url
+        if self.client_label is not None:
+            d["ClientLabel"] = self.client_label
+        d.update(self.extra)
+        return d
+
+
+class LabelUsed(LoadError):
+    """A client label that is already loaded or being loaded (answered, nothing loaded)."""
+
+    def __init__(self, label: str, txn_id: int, existing_status: str):
+        what = "is being loaded" if existing_status == "RUNNING" else "was already loaded"
+        super().__init__(
+            f"Label [{label}] has already been used, relate to txn [{txn_id}]; "
+            f"it {what} by group commit txn [{txn_id}]",
+            status="Label Already Exists",
+        )
+        self.txn_id = txn_id
+        self.existing_status = existing_status
+
+
+class TableDropped(GaleneError):
+    """The group's table is gone: its rows can never be committed."""
+
+
+class AlreadyCommitted(GaleneError):
+    """The group's label already belongs to a visible txn: its rows are loaded."""
+
+    def __init__(self, txn_id: int):
+        super().__init__(f"group already committed by txn [{txn_id}]")
+        self.txn_id = txn_id
+
+
+class FeRefused(GaleneError):
+    """The FE answered an internal call with an error (as opposed to not answering)."""
+
+    def __init__(self, body: dict):
+        super().__init__(str(body.get("message", body)))
+        self.body = body
+
+
+@dataclass
+class Entry:
+    """One load's rows inside a group."""
+
+    data: pa.Table
+    sub_label: str | None
+    in_wal: bool
+    ready: asyncio.Future  # True once durable (and its label reserved); False = not loaded
+
+
+@dataclass
+class Group:
+    """One merged transaction in the making."""
+
+    db_id: int
+    table_id: int
+    label: str
+    table: Table | None
+    txn_id: int = 0
+    entries: list[Entry] = field(default_factory=list)
+    bytes: int = 0
+    closed: bool = False
+    wal: WalWriter | None = None
+    labels: set[str] = field(default_factory=set)
+    done: asyncio.Future | None = None  # result: the committed txn id
+    timer: asyncio.TimerHandle | None = None
+
+
+_PENDING = object()  # a label whose load is between its checks and joining a group
+
+
+class TableInfoCache:
+    """Table structs by (db, table, user), for TABLE_INFO_TTL_S (auth is checked by the FE)."""
+
+    def __init__(self, manager: GroupCommitManager):
+        self.manager = manager
+        self._entries: dict[tuple, tuple[float, Table]] = {}
+
+    async def get(self, db: str, table: str, user: str, password: str) -> Table:
+        key = (db, table, user, hashlib.sha256(password.encode()).hexdigest())
+        hit = self._entries.get(key)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        body = await self.manager.fe(
+            "/api/_internal/table_info", {"db": db, "table": table, "user": user, "password": password}
+        )
+        if body.get("status") != "OK":
+            raise LoadError(
+                body.get("message", "table lookup failed"), status=body.get("load_status", "Fail")
+            )
+        found = msgspec.convert(body["table"], Table)
+        if len(self._entries) > 4096:
+            self._entries.clear()
+        self._entries[key] = (now + TABLE_INFO_TTL_S, found)
+        return found
+
+
+class GroupCommitQueue:
+    """The groups of one table on this BE: one open group, flushed one at a time in order."""
+
+    def __init__(self, manager: GroupCommitManager, db_id: int, table_id: int):
+        self.manager = manager
+        self.db_id = db_id
+        self.table_id = table_id
+        self.current: Group | None = None
+        self._open_lock = asyncio.Lock()
+        self._flush_lock = asyncio.Lock()
+        # client label -> its group (or _PENDING): a second load with the same label on this
+        # BE is answered before it reaches the FE.
+        self.pending_labels: dict[str, Any] = {}
+
+    async def enroll(self, entry: Entry, table: Table) -> Group:
+        """Add `entry` to the open group (opening one, i.e. beginning its txn, if needed)."""
+        while True:
+            group = self.current
+            if group is None or group.closed:
+                async with self._open_lock:
+                    if self.current is None or self.current.closed:
+                        self.current = await self.manager.open_group(self, table)
+                    group = self.current
+            if group.closed:
+                continue
+            group.entries.append(entry)
+            group.bytes += entry.data.nbytes
+            if group.table is not None and group.bytes >= data_bytes(group.table):
+                self.close(group)
+            return group
+
+    def close(self, group: Group) -> None:
+        """Stop adding to `group` and flush it (after any earlier group of this table)."""
+        if group.closed:
+            return
+        group.closed = True
+        if group.timer is not None:
+            group.timer.cancel()
+        if self.current is group:
+            self.current = None
+        self.manager.spawn(self.flush(group), f"group-commit-flush-{group.label}")
+
+    async def flush(self, group: Group) -> None:
+        async with self._flush_lock:
+            await asyncio.gather(*(e.ready for e in group.entries), return_exceptions=True)
+            entries = [
+                e
+                for e in group.entries
+                if not e.ready.cancelled() and e.ready.exception() is None and e.ready.result()
+            ]
+            assert group.done is not None
+            try:
+                txn_id = await self.manager.commit_group(group, entries)
+            except asyncio.CancelledError:
+                group.done.cancel()  # stopping: the WAL stays and is replayed at the next start
+                raise
+            except Exception as e:  # noqa: BLE001 - a group that can never commit (table dropped)
+                log.error("group %s of table %s failed for good: %s", group.label, self.table_id, e)
+                group.done.set_exception(e)
+                group.done.exception()  # retrieved: sync waiters may be gone
+                self.manager.delete_wal(group)
+            else:
+                group.done.set_result(txn_id)
+                self.manager.delete_wal(group)
+            finally:
+                for label in group.labels:
+                    if self.pending_labels.get(label) is group:
+                        del self.pending_labels[label]
+
+
+class GroupCommitManager:
+    """All group-commit state of one BE: queues per table, the WAL directory, recovery."""
+
+    def __init__(self, be):
+        self.be = be
+        self.wal_root = be.cfg.be_path / "wal"
+        self.wal_limit = int(be.cfg.group_commit_wal_max_disk_limit)
+        self.wal_bytes = 0
+        self.queues: dict[tuple[int, int], GroupCommitQueue] = {}
+        self.tables = TableInfoCache(self)
+        self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
+        self._tasks: set[asyncio.Task] = set()
+        self._last_wal_id = 0
+
+    # --- lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        self.spawn(self.recover(), "group-commit-recovery")
+
+    async def stop(self, flush_timeout_s: float = 10.0) -> None:
+        """Flush open groups (bounded), then cancel what is left; WAL files stay for replay."""
+        for queue in list(self.queues.values()):
+            if queue.current is not None:
+                queue.close(queue.current)
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=flush_timeout_s)
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for queue in self.queues.values():
+            group = queue.current
+            if group is not None and group.wal is not None:
+                group.wal.close()
+
+    def spawn(self, coro, name: str) -> asyncio.Task:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # --- FE calls -------------------------------------------------------------------
+    async def fe(self, path: str, payload: dict, timeout_s: float = FE_CALL_TIMEOUT_S) -> dict:
+        """One internal FE call with a deadline; transport failures raise (DeadlineExceeded,
+        RpcUnavailable), answers are returned."""
+        status, body = await self.be.fe_call("POST", path, payload, timeout_s=timeout_s)
+        if status != 200 or not isinstance(body, dict):
+            raise FeRefused({"message": f"FE call {path} failed: HTTP {status} {body}"})
+        return body
+
+    async def _begin(self, group: Group) -> None:
+        body = await self.fe(
+            "/api/_internal/group_commit/begin",
+            {
+                "db_id": group.db_id,
+                "table_id": group.table_id,
+                "label": group.label,
+                "backend_id": self.be.backend_id,
+                "timeout_s": GROUP_TXN_TIMEOUT_S + int(interval_s(group.table) if group.table else 0),
+            },
+        )
+        if body.get("status") != "OK":
+            if "does not exist" in str(body.get("message", "")):
+                raise TableDropped(body.get("message", "table dropped"))
+            if body.get("load_status") == "Label Already Exists" and body.get("txn_id"):
+                # A begin whose answer was lost left a txn under the group's label.
+                if body.get("existing_status") == "FINISHED":
+                    raise AlreadyCommitted(int(body["txn_id"]))
+                await self._abort(int(body["txn_id"]), "group commit: stale txn of this group")
+            raise FeRefused(body)
+        group.txn_id = int(body["txn_id"])
+        group.table = msgspec.convert(body["table"], Table)
+
+    # --- the load path ----------------------------------------------------------------
+    async def maybe_execute(self, request, db: str, table_name: str, auth, opts: LoadOptions):
+        """The group-commit reply for this load, or None when it runs without group commit."""
+        headers = request.headers
+        mode = requested_mode(headers)  # an invalid value fails the load (Doris' text)
+        if mode == "off_mode" or falls_back_to_off(headers):
+            return None
+        if mode is None:
+            try:
+                table = await self.tables.get(db, table_name, auth[0], auth[1])
+            except Exception:  # noqa: BLE001 - the normal path reports bad tables and auth
+                return None
+            mode = table_mode(table)
+            if mode == "off_mode":
+                return None
+        return await self.execute(request, db, table_name, mode, auth, opts)
+
+    async def execute(
+        self, request, db: str, table_name: str, mode: str, auth, opts: LoadOptions
+    ) -> GroupCommitReply:
+        t0 = time.monotonic()
+        be = self.be
+        client_label = (request.headers.get("label") or "").strip() or None
+        reply = GroupCommitReply(label=client_label or "", client_label=client_label)
+        deadline = t0 + opts.timeout_s
+        queue: GroupCommitQueue | None = None
+        group: Group | None = None
+        claimed = False
+        try:
+            if not self.ready.is_set():
+                await _within(self.ready.wait(), deadline, "group commit WAL recovery")
+            table = await self.tables.get(db, table_name, auth[0], auth[1])
+
+            t_read = time.monotonic()
+            batch, body_len = await _within(
+                read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows),
+                deadline,
+                "reading the body",
+            )
+            reply.load_bytes = body_len
+            reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
+
+            t_write = time.monotonic()
+            if table.partition_type == "UNPARTITIONED" and len(table.partitions) == 1:
+                # Every row fits the one partition: tablets are chosen once, at the flush.
+                kept, routed_filtered, route_errors = batch.data, 0, []
+            else:
+                kept, routed_filtered, route_errors = await asyncio.to_thread(
+                    _route_for_group, table, batch, be.max_error_rows
+                )
+            filtered = batch.num_filtered + routed_filtered
+            reply.number_total_rows = batch.num_total
+            reply.number_filtered_rows = filtered
+            reply.number_unselected_rows = batch.num_unselected
+            errors = (list(batch.errors) + route_errors)[: be.max_error_rows]
+            if errors:
+                reply.error_url = be.error_log.save(client_label or new_label(), 0, errors)
+            if filter_ratio_exceeded(batch.num_total, filtered, batch.num_unselected, opts.max_filter_ratio):
+                raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+            if batch.num_total == 0 and body_len == 0:
+                raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
+
+            if mode == "async_mode" and self.wal_bytes + kept.nbytes > self.wal_limit:
+                # Doris: short of WAL space, group commit answers after the commit instead.
+                log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
+                mode = "sync_mode"
+
+            queue = self.queue(table)
+            if client_label is not None:
+                holder = queue.pending_labels.get(client_label)
+                if holder is not None:
+                    raise LabelUsed(client_label, 0 if holder is _PENDING else holder.txn_id, "RUNNING")
+                queue.pending_labels[client_label] = _PENDING
+                claimed = True
+                await self.check_label(table, client_label)
+
+            entry = Entry(
+                data=kept,
+                sub_label=client_label,
+                in_wal=mode == "async_mode",
+                ready=asyncio.get_running_loop().create_future(),
+            )
+            try:
+                group = await _within(queue.enroll(entry, table), deadline, "opening a group")
+            except BaseException:
+                entry.ready.set_result(False)
+                raise
+            reply.label = group.label
+            reply.txn_id = group.txn_id
+            if client_label is not None:
+                queue.pending_labels[client_label] = group
+                group.labels.add(client_label)
+            durable = False
+            try:
+                if entry.in_wal:
+                    await self.append_wal(group, entry)
+                if client_label is not None:
+                    await self.reserve(group, client_label)
+                durable = True
+            finally:
+                entry.ready.set_result(durable)
+            reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
+
+            if mode == "sync_mode":
+                assert group.done is not None
+                reply.txn_id = await _within(asyncio.shield(group.done), deadline, "the merged commit")
+            reply.number_loaded_rows = kept.num_rows
+            reply.status = "Success"
+            reply.message = "OK"
+            be.metrics.inc(f"galene_be_group_commit_{mode}_loads_total")
+        except LabelUsed as e:
+            reply.status = "Label Already Exists"
+            reply.existing_job_status = e.existing_status
+            reply.message = e.message
+            reply.txn_id = e.txn_id
+            reply.label = client_label or reply.label
+            reply.number_loaded_rows = 0
+        except (GaleneError, TimeoutError) as e:
+            reply.status = "Fail"
+            reply.message = getattr(e, "message", None) or f"[TIMEOUT]{e}"
+            reply.number_loaded_rows = 0
+        except Exception as e:  # never let one load take the BE down
+            log.exception("group commit load failed")
+            reply.status = "Fail"
+            reply.message = f"[INTERNAL_ERROR]{type(e).__name__}: {e}"
+            reply.number_loaded_rows = 0
+        finally:
+            # A label this load claimed but did not load is free again on this BE (the FE
+            # still answers for it if its rows may yet commit).
+            if (
+                claimed
+                and queue is not None
+                and reply.status != "Success"
+                and queue.pending_labels.get(client_label) in (_PENDING, group)
+            ):
+                queue.pending_labels.pop(client_label, None)
+        reply.load_time_ms = int((time.monotonic() - t0) * 1000)
+        return reply
+
+    def queue(self, table: Table) -> GroupCommitQueue:
+        key = (table.db_id, table.id)
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = GroupCommitQueue(self, table.db_id, table.id)
+        return q
+
+    async def open_group(self, queue: GroupCommitQueue, table: Table) -> Group:
+        group = Group(db_id=queue.db_id, table_id=queue.table_id, label=new_group_label(), table=table)
+        group.done = asyncio.get_running_loop().create_future()
+        await self._begin(group)
+        assert group.table is not None
+        group.timer = asyncio.get_running_loop().call_later(interval_s(group.table), queue.close, group)
+        return group
+
+    def _next_wal_id(self) -> int:
+        self._last_wal_id = max(self._last_wal_id + 1, time.time_ns() // 1000)
+        return self._last_wal_id
+
+    async def append_wal(self, group: Group, entry: Entry) -> None:
+        if group.wal is None:
+            path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(
+                self._next_wal_id(), group.label
+            )
+            group.wal = WalWriter(path)
+        if entry.data.nbytes > 1 << 20:
+            record = await asyncio.to_thread(encode_record, group.label, entry.sub_label, entry.data)
+        else:
+            record = encode_record(group.label, entry.sub_label, entry.data)
+        await group.wal.append(record)
+        self.wal_bytes += len(record)
+
+    async def check_label(self, table: Table, label: str) -> None:
+        """Answer a retry of a known label before writing its rows anywhere (read-only)."""
+        body = await self.fe(
+            "/api/_internal/group_commit/label_status", {"db_id": table.db_id, "label": label}
+        )
+        if body.get("status") == "OK" and body.get("used"):
+            raise LabelUsed(label, int(body.get("txn_id") or 0), body.get("existing_status") or "FINISHED")
+
+    async def reserve(self, group: Group, label: str) -> None:
+        body = await self.fe(
+            "/api/_internal/group_commit/reserve_label", {"txn_id": group.txn_id, "label": label}
+        )
+        if body.get("status") == "OK":
+            return
+        if body.get("load_status") == "Label Already Exists":
+            raise LabelUsed(label, int(body.get("txn_id") or 0), body.get("existing_status") or "FINISHED")
+        raise LoadError(body.get("message", "label reservation failed"))
+
+    def delete_wal(self, group: Group) -> None:
+        if group.wal is not None:
+            self.wal_bytes = max(0, self.wal_bytes - group.wal.size)
+            group.wal.delete()
+
+    # --- the merged commit ------------------------------------------------------------
+    async def commit_group(self, group: Group, entries: list[Entry]) -> int:
+        """Write the group's rows as one rowset per tablet and commit them once.
+
+        Retries with exponential backoff while the FE cannot be reached. A commit whose
+        answer was lost is resolved by aborting the txn: the FE either aborts it (nothing
+        landed; begin again under the same label) or refuses because it is already visible.
+        Labels another txn holds are dropped and the rest committed again.
+        """
+        backoff = RETRY_MIN_S
+        seen: set[str] = set()
+        live: list[Entry] = []
+        for e in entries:  # one entry per client label (first wins)
+            if e.sub_label is not None:
+                if e.sub_label in seen:
+                    continue
+                seen.add(e.sub_label)
+            live.append(e)
+        while True:
+            rowsets: list[Rowset] = []
+            try:
+                if not group.txn_id:
+                    await self._begin(group)
+                if not live:
+                    await self._abort(group.txn_id, "group commit: nothing left to load")
+                    return group.txn_id
+                assert group.table is not None
+                rowsets, num_rows = await asyncio.to_thread(self._write_group, group.table, live)
+            except TableDropped:
+                raise
+            except AlreadyCommitted as e:
+                await asyncio.to_thread(delete_rowset_files, self.be.fs, self.be.root, rowsets)
+                group.txn_id = e.txn_id
+                return e.txn_id
+            except (GaleneError, OSError, TimeoutError) as e:
+                log.warning("group %s: %s; retrying in %.1fs", group.label, e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+                continue
+            sub_labels = [e.sub_label for e in live if e.sub_label is not None]
+            try:
+                body = await self.fe(
+                    "/api/_internal/group_commit/commit",
+                    {
+                        "txn_id": group.txn_id,
+                        "rowsets": msgspec.to_builtins(rowsets),
+                        "sub_labels": sub_labels,
+                        "num_rows": num_rows,
+                        "load_bytes": sum(e.data.nbytes for e in live),
+                    },
+                    timeout_s=self.be.cfg.rpc_timeout_ms / 1000,
+                )
+            except (OSError, TimeoutError, FeRefused) as e:
+                if await self._resolve(group) == "VISIBLE":
+                    return group.txn_id
+                log.warning("group %s: commit failed (%s); loading again", group.label, e)
+                await asyncio.to_thread(delete_rowset_files, self.be.fs, self.be.root, rowsets)
+                group.txn_id = 0
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+                continue
+            if body.get("status") == "OK":
+                self.be.metrics.inc("galene_be_group_commit_txns_total")
+                return group.txn_id
+            await asyncio.to_thread(delete_rowset_files, self.be.fs, self.be.root, rowsets)
+            if body.get("status") == "CONFLICT":
+                taken = set(body.get("conflicts") or {})
+                log.info("group %s: labels already loaded elsewhere, dropped: %s", group.label, sorted(taken))
+                live = [e for e in live if e.sub_label not in taken]
+                continue
+            # e.g. the FE aborted the txn (timeout) or the table was dropped: begin again.
+            log.warning("group %s: commit refused: %s", group.label, body.get("message"))
+            await self._abort(group.txn_id, "group commit: commit refused")
+            group.txn_id = 0
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, RETRY_MAX_S)
+
+    async def _abort(self, txn_id: int, reason: str) -> None:
+        try:
+            await self.fe("/api/_internal/txn/abort", {"txn_id": txn_id, "reason": reason})
+        except (OSError, TimeoutError, GaleneError) as e:  # the FE's txn timeout aborts it later
+            log.warning("abort of txn %s failed: %s", txn_id, e)
+
+    async def _resolve(self, group: Group) -> str:
+        """After a commit with no answer: VISIBLE, or ABORTED once the abort is journaled."""
+        backoff = RETRY_MIN_S
+        while True:
+            try:
+                body = await self.fe(
+                    "/api/_internal/txn/abort",
+                    {"txn_id": group.txn_id, "reason": "group commit: commit lost"},
+                )
+            except (OSError, TimeoutError, FeRefused) as e:
+                log.warning("group %s: FE unreachable while resolving its commit: %s", group.label, e)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+                continue
+            if body.get("status") == "OK":
+                return "ABORTED"
+            if "visible" in str(body.get("message", "")).lower():
+                return "VISIBLE"
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, RETRY_MAX_S)
+
+    def _write_group(self, table: Table, entries: list[Entry]) -> tuple[list[Rowset], int]:
+        """Concatenate the group's rows in arrival order, route, write one rowset per tablet."""
+        schema = storage_schema(table)
+        parts = [_align(e.data, schema) for e in entries if e.data.num_rows]
+        if not parts:
+            return [], 0
+        data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        routed = route_rows(ParsedBatch(data=data, num_total=data.num_rows, num_filtered=0), table)
+        if routed.num_filtered:
+            # Only possible if partitions changed between the load and its commit.
+            log.warning(
+                "group commit: %d rows of table %s fit no partition any more", routed.num_filtered, table.id
+            )
+        rowsets = write_rowsets(self.be.fs, self.be.root, table, routed.per_tablet)
+        return rowsets, sum(r.num_rows for r in rowsets)
+
+    # --- recovery -------------------------------------------------------------------
+    async def recover(self) -> None:
+        """Replay the WAL left by the previous run; group-commit loads wait for this."""
+        files = await asyncio.to_thread(list_wal_files, self.wal_root)
+        self.wal_bytes = sum(f.path.stat().st_size for f in files)
+        backoff = RETRY_MIN_S
+        statuses: dict[str, str] = {}
+        while True:
+            if not self.be.backend_id:
+                if not files:
+                    break  # a BE that never joined a cluster has no group txns anywhere
+                await asyncio.sleep(0.5)  # the first heartbeat tells us who we are
+                continue
+            try:
+                body = await self.fe(
+                    "/api/_internal/group_commit/recover",
+                    {
+                        "backend_id": self.be.backend_id,
+                        "groups": [{"db_id": f.db_id, "label": f.label} for f in files],
+                    },
+                )
+                if body.get("status") != "OK":
+                    raise FeRefused(body)
+                statuses = body.get("groups") or {}
+                break
+            except (OSError, TimeoutError, GaleneError) as e:
+                log.warning("group commit recovery: FE not reachable (%s); retrying in %.1fs", e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_MAX_S)
+        for f in files:
+            await self._replay(f, statuses.get(f.label, "UNKNOWN"))
+        if files:
+            log.info("group commit recovery: %d WAL file(s) replayed", len(files))
+        self.ready.set()
+
+    async def _replay(self, wal: WalFile, status: str) -> None:
+        size = wal.path.stat().st_size if wal.path.exists() else 0
+        writer = WalWriter(wal.path)
+        writer.size = size
+        if status in ("VISIBLE", "COMMITTED"):
+            log.info("WAL %s: group already committed; deleting", wal.path.name)
+            self.wal_bytes = max(0, self.wal_bytes - size)
+            writer.delete()
+            return
+        result = await asyncio.to_thread(read_wal, wal.path)
+        if result.discarded_bytes:
+            log.warning(
+                "WAL %s: discarded %d bytes of unacknowledged (torn or corrupt) records",
+                wal.path.name,
+                result.discarded_bytes,
+            )
+        group = Group(db_id=wal.db_id, table_id=wal.table_id, label=wal.label, table=None, wal=writer)
+        loop = asyncio.get_running_loop()
+        entries = []
+        for r in result.records:
+            ready = loop.create_future()
+            ready.set_result(True)
+            entries.append(Entry(data=r.data, sub_label=r.sub_label, in_wal=True, ready=ready))
+        try:
+            if entries:
+                txn_id = await self.commit_group(group, entries)
+                log.info("WAL %s: %d record(s) loaded by txn %s", wal.path.name, len(entries), txn_id)
+        except TableDropped as e:
+            log.warning("WAL %s: %s; its rows are dropped", wal.path.name, e)
+        self.delete_wal(group)
+
+
+def _route_for_group(table: Table, batch: ParsedBatch, max_error_rows: int):
+    """Rows of one load that fit a partition (in load order per tablet), plus the filtered."""
+    routed = route_rows(batch, table, max_error_rows)
+    parts = [rows for _, rows in routed.per_tablet.values() if rows.num_rows]
+    schema = batch.data.schema
+    kept = pa.concat_tables(parts) if len(parts) > 1 else (parts[0] if parts else schema.empty_table())
+    return kept, routed.num_filtered, list(routed.errors)
+
+
+def _align(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows written before a schema change, in the current storage schema (by name)."""
+    if data.schema.equals(schema):
+        return data
+    columns = []
+    for f in schema:
+        if f.name in data.column_names:
+            columns.append(data.column(f.name).cast(f.type))
+        else:
+            columns.append(pa.nulls(data.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+async def _within(aw, deadline: float, what: str):
+    try:
+        return await asyncio.wait_for(aw, timeout=max(0.001, deadline - time.monotonic()))
+    except TimeoutError:
+        raise LoadError(f"[TIMEOUT]group commit load timed out while {what}") from None

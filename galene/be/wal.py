@@ -1,0 +1,255 @@
+"""The BE's write-ahead log for group commit: one file per merged transaction (group).
+
+Owns the on-disk record format, appending with fsync (several concurrent appends share one
+fsync), reading back with torn-tail detection, and the directory layout
+`<be dir>/wal/<db_id>/<table_id>/<wal_id>_<group label>`.
+
+A record is
+    [magic u32][len u32][crc32 u32][payload: len bytes]
+    payload = [header_len u32][header JSON][Arrow IPC stream bytes]
+all little-endian; crc32 (zlib) covers the payload. The header says which group the record
+belongs to (`label`), its row count and the client label (`sub_label`, may be null).
+An async load is acknowledged only after its record and every record before it in the file
+are fsynced, so a record that fails its checks at the end of a file (the process died while
+writing it) was never acknowledged and is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyarrow import ipc
+
+log = logging.getLogger(__name__)
+
+WAL_MAGIC = 0x47574C31  # "GWL1"
+_PREFIX = struct.Struct("<III")  # magic, payload length, crc32 of the payload
+_HEADER_LEN = struct.Struct("<I")
+MAX_RECORD_BYTES = (1 << 32) - 1
+
+
+@dataclass
+class WalRecord:
+    label: str  # the group (merged transaction) label
+    sub_label: str | None  # the client's label, if it sent one
+    rows: int
+    data: pa.Table
+
+
+@dataclass
+class WalReadResult:
+    records: list[WalRecord]
+    valid_bytes: int  # offset just past the last good record
+    discarded_bytes: int  # bytes of bad records (torn tail, crc mismatch) that were skipped
+    torn_tail: bool  # the file ended in an incomplete or corrupt record
+
+
+def encode_record(label: str, sub_label: str | None, data: pa.Table) -> bytes:
+    header = json.dumps({"label": label, "rows": data.num_rows, "sub_label": sub_label}).encode()
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    body = sink.getvalue()
+    payload_len = _HEADER_LEN.size + len(header) + body.size
+    if payload_len > MAX_RECORD_BYTES:
+        raise ValueError(f"WAL record of {payload_len} bytes exceeds {MAX_RECORD_BYTES}")
+    payload = b"".join((_HEADER_LEN.pack(len(header)), header, memoryview(body)))
+    return _PREFIX.pack(WAL_MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _decode_payload(payload: bytes) -> WalRecord:
+    (header_len,) = _HEADER_LEN.unpack_from(payload, 0)
+    start = _HEADER_LEN.size
+    header = json.loads(payload[start : start + header_len])
+    reader = ipc.open_stream(pa.py_buffer(payload[start + header_len :]))
+    data = reader.read_all()
+    return WalRecord(
+        label=str(header["label"]), sub_label=header.get("sub_label"), rows=int(header["rows"]), data=data
+    )
+
+
+def read_wal(path: str | os.PathLike) -> WalReadResult:
+    """Every good record of a WAL file, in order.
+
+    A record is good when its magic, length and crc32 check out and its payload decodes. At
+    the first bad record: if its length field still points exactly at the next record's
+    magic (or at the end of the file), only that record is skipped; otherwise the rest of
+    the file is unreadable and is discarded as a torn tail.
+    """
+    raw = Path(path).read_bytes()
+    records: list[WalRecord] = []
+    pos = 0
+    valid = 0
+    discarded = 0
+    torn = False
+    n = len(raw)
+    while pos < n:
+        if n - pos < _PREFIX.size:
+            torn = True
+            discarded += n - pos
+            break
+        magic, length, crc = _PREFIX.unpack_from(raw, pos)
+        end = pos + _PREFIX.size + length
+        if magic != WAL_MAGIC or end > n:
+            torn = True
+            discarded += n - pos
+            break
+        payload = raw[pos + _PREFIX.size : end]
+        record = None
+        if zlib.crc32(payload) == crc:
+            try:
+                record = _decode_payload(payload)
+            except (ValueError, KeyError, pa.ArrowInvalid, json.JSONDecodeError, struct.error):
+                record = None
+        if record is None:
+            next_ok = end == n or (n - end >= 4 and struct.unpack_from("<I", raw, end)[0] == WAL_MAGIC)
+            discarded += end - pos
+            if not next_ok:
+                torn = True
+                discarded += n - end
+                break
+            log.error("WAL %s: skipping a corrupt record at offset %d (%d bytes)", path, pos, end - pos)
+            torn = end == n
+            pos = end
+            continue
+        records.append(record)
+        pos = end
+        valid = end
+    return WalReadResult(records=records, valid_bytes=valid, discarded_bytes=discarded, torn_tail=torn)
+
+
+def wal_dir(root: Path, db_id: int, table_id: int) -> Path:
+    return root / str(db_id) / str(table_id)
+
+
+def wal_file_name(wal_id: int, label: str) -> str:
+    return f"{wal_id}_{label}"
+
+
+@dataclass
+class WalFile:
+    path: Path
+    db_id: int
+    table_id: int
+    wal_id: int
+    label: str
+
+
+def list_wal_files(root: Path) -> list[WalFile]:
+    """Every WAL file under `root`, oldest (smallest wal_id) first; stray names are ignored."""
+    found: list[WalFile] = []
+    if not root.exists():
+        return found
+    for db_dir in root.iterdir():
+        if not db_dir.is_dir() or not db_dir.name.isdigit():
+            continue
+        for table_dir in db_dir.iterdir():
+            if not table_dir.is_dir() or not table_dir.name.isdigit():
+                continue
+            for f in table_dir.iterdir():
+                wal_id, sep, label = f.name.partition("_")
+                if not sep or not wal_id.isdigit() or not label or f.name.endswith(".tmp"):
+                    continue
+                found.append(WalFile(f, int(db_dir.name), int(table_dir.name), int(wal_id), label))
+    found.sort(key=lambda w: w.wal_id)
+    return found
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class WalWriter:
+    """Appends records to one WAL file; `append` returns once the record is fsynced.
+
+    Appends that arrive while a write+fsync is running are written together by the next
+    one (group fsync), so concurrent loads share the cost of an fsync. A failed write is
+    truncated back to the last good offset so a later record never follows garbage; if
+    even that fails the writer refuses further appends.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.size = 0
+        self._fd: int | None = None
+        self._pending: list[tuple[bytes, asyncio.Future]] = []
+        self._drainer: asyncio.Task | None = None
+        self._broken: BaseException | None = None
+
+    def _open(self) -> None:
+        if self._fd is None:
+            created = not self.path.exists()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self.size = os.fstat(self._fd).st_size
+            if created:
+                _fsync_dir(self.path.parent)  # the file's name must survive a crash too
+
+    def _write_sync(self, chunks: list[bytes]) -> None:
+        self._open()
+        assert self._fd is not None
+        start = self.size
+        try:
+            data = b"".join(chunks)
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+            self.size = start + len(data)
+        except BaseException:
+            try:
+                os.ftruncate(self._fd, start)
+                os.fsync(self._fd)
+            except OSError as trunc_error:
+                self._broken = trunc_error
+            raise
+
+    async def append(self, record: bytes) -> None:
+        if self._broken is not None:
+            raise OSError(f"WAL {self.path} is unusable after a failed write: {self._broken}")
+        fut = asyncio.get_running_loop().create_future()
+        self._pending.append((record, fut))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain(), name=f"wal-append-{self.path.name}")
+        await fut
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._write_sync, [r for r, _ in batch])
+            except BaseException as e:  # every waiter learns the failure
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(OSError(f"WAL append to {self.path} failed: {e}"))
+                if isinstance(e, asyncio.CancelledError):
+                    raise
+                continue
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

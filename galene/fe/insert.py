@@ -1,0 +1,287 @@
+"""INSERT INTO … VALUES / SELECT in the FE: the rows become one stream load sent to a BE.
+
+Owns the FE side of SQL inserts: checking the target columns, turning VALUES rows or a
+SELECT's Arrow result into a JSON-lines body (vectorized: every value travels as JSON text
+and the BE converts it with the same Doris rules as any stream load), sending that body to
+a BE's `_stream_load` over the deadline client with the session's `group_commit`,
+strict-mode and timeout settings, and rendering the BE's reply as Doris renders an INSERT:
+affected rows plus `{'label':'…', 'status':'VISIBLE', 'txnId':'N'}`, or a 1105 error.
+
+Going through the BE's stream load keeps one load path: label checks, the transaction,
+atomic visibility, filtering, the error log and group commit all live there.
+
+The FE does not know the user's password (MySQL native auth never sends it), so it
+authenticates to the BE with `internal_password(token, user)`, an HMAC of the user name
+under the cluster token; the FE's user check accepts it for an existing user.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import uuid
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from galene.catalog.model import Table
+from galene.common.errors import AnalysisError, GaleneError
+from galene.net.deadline import DeadlineExceeded
+
+INTERNAL_PASSWORD_PREFIX = "galene-internal:"
+GROUP_COMMIT_MODES = ("off_mode", "sync_mode", "async_mode")
+# Added to the load timeout for the whole HTTP exchange with the BE (reply and commit).
+RPC_MARGIN_S = 30.0
+
+
+def internal_password(token: str, user: str) -> str:
+    """The password the FE presents for `user` on loads it sends to a BE on the user's behalf."""
+    digest = hmac.new(token.encode(), user.split("@")[0].encode(), hashlib.sha256).hexdigest()
+    return INTERNAL_PASSWORD_PREFIX + digest
+
+
+def is_internal_password(token: str, user: str, password: str) -> bool:
+    return password.startswith(INTERNAL_PASSWORD_PREFIX) and hmac.compare_digest(
+        password, internal_password(token, user)
+    )
+
+
+def new_insert_label() -> str:
+    # Doris: insert_<16 hex>_<16 hex>
+    h = uuid.uuid4().hex
+    return f"insert_{h[:16]}_{h[16:]}"
+
+
+def info_text(label: str, status: str, txn_id: int) -> str:
+    """The info string of Doris' OK packet for an INSERT (its exact quoting and spacing)."""
+    return f"{{'label':'{label}', 'status':'{status}', 'txnId':'{txn_id}'}}"
+
+
+# --- target columns ----------------------------------------------------------------------------
+
+
+def target_columns(table: Table, columns: list[str] | None) -> list[str]:
+    """Table column names the inserted values feed, in value order."""
+    if not columns:
+        return [c.name for c in table.visible_columns()]
+    names: list[str] = []
+    seen: set[str] = set()
+    for name in columns:
+        col = table.column(name)
+        if col is None or col.hidden:
+            raise AnalysisError(f"Unknown column '{name}' in '{table.name}'")
+        if col.name.lower() in seen:
+            raise AnalysisError(f"Duplicate column name '{col.name}'")
+        seen.add(col.name.lower())
+        names.append(col.name)
+    return names
+
+
+def check_value_count(values: list[list[exp.Expr]], n_columns: int) -> None:
+    for row in values:
+        if len(row) != n_columns:
+            raise AnalysisError("Column count doesn't match value count")
+
+
+# --- VALUES -> Arrow ---------------------------------------------------------------------------
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def _literal_text(e: exp.Expr) -> str | None:
+    """The text of a constant VALUES item (None for NULL); raises _NotLiteral for expressions."""
+    if isinstance(e, exp.Null):
+        return None
+    if isinstance(e, exp.Boolean):
+        return "true" if e.this else "false"
+    if isinstance(e, exp.Literal):
+        return str(e.this)
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+        return "-" + str(e.this.this)
+    if isinstance(e, exp.Paren):
+        return _literal_text(e.this)
+    raise _NotLiteral
+
+
+def literal_values_table(values: list[list[exp.Expr]], names: list[str]) -> pa.Table | None:
+    """VALUES rows made only of literals as an all-string Arrow table; None if any is an expression."""
+    try:
+        columns = [[_literal_text(row[i]) for row in values] for i in range(len(names))]
+    except _NotLiteral:
+        return None
+    return pa.table({f"c{i}": pa.array(col, pa.string()) for i, col in enumerate(columns)}).rename_columns(
+        names
+    )
+
+
+def values_select(values: list[list[exp.Expr]]) -> exp.Query:
+    """VALUES rows with expressions as one Doris query whose columns are the values as text.
+
+    Each value is cast to STRING so rows of different value types can be unioned; the BE
+    converts the text to the column type exactly as for any load.
+    """
+    selects = [
+        exp.select(
+            *(
+                exp.Cast(this=e.copy(), to=exp.DataType.build("STRING")).as_(f"c{i}")
+                for i, e in enumerate(row)
+            )
+        )
+        for row in values
+    ]
+    query: exp.Query = selects[0]
+    for s in selects[1:]:
+        query = exp.union(query, s, distinct=False)
+    return query
+
+
+# --- Arrow -> JSON lines -----------------------------------------------------------------------
+
+
+def _as_text(arr: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_timestamp(arr.type) and arr.type.tz is not None:
+        arr = arr.cast(pa.timestamp(arr.type.unit))
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_string())  # fails loudly on invalid UTF-8 rather than corrupting
+    if not pa.types.is_large_string(arr.type):
+        arr = pc.cast(arr, pa.large_string())
+    return arr
+
+
+_CONTROL = "[\\x00-\\x1f]"
+
+
+def _json_escape(text: pa.Array) -> pa.Array:
+    text = pc.replace_substring(text, "\\", "\\\\")
+    text = pc.replace_substring(text, '"', '\\"')
+    if len(text) and pc.any(pc.match_substring_regex(text, _CONTROL)).as_py():
+        for code in range(32):
+            text = pc.replace_substring(text, chr(code), f"\\u{code:04x}")
+    return text
+
+
+def json_lines(table: pa.Table) -> bytes:
+    """One JSON object per row (`{"col":"text",…}\\n`), every non-null value as a JSON string."""
+    if table.num_rows == 0:
+        return b""
+
+    def text(value: str) -> pa.Scalar:
+        return pa.scalar(value, pa.large_string())
+
+    pieces: list = []
+    for i, name in enumerate(table.column_names):
+        quoted = pc.binary_join_element_wise(
+            text('"'), _json_escape(_as_text(table.column(i))), text('"'), text("")
+        )
+        key = msgspec.json.encode(name).decode()
+        pieces += [text(("{" if i == 0 else ",") + key + ":"), pc.fill_null(quoted, text("null"))]
+    lines = pc.binary_join_element_wise(*pieces, text("}\n"), text(""))
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    lines = lines.cast(pa.large_string())
+    # The rows are contiguous in the value buffer: take it whole instead of joining in Python.
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    return lines.buffers()[2].to_pybytes()[int(offsets[0]) : int(offsets[-1])]
+
+
+# --- sending the load --------------------------------------------------------------------------
+
+
+@dataclass
+class InsertLoad:
+    """What one INSERT sends to the BE besides the body."""
+
+    db: str
+    table: str
+    user: str
+    columns: list[str]
+    label: str
+    group_commit: str  # off_mode | sync_mode | async_mode
+    strict: bool
+    max_filter_ratio: float
+    timeout_s: int
+    partitions: list[str] | None = None
+
+
+def load_headers(load: InsertLoad, token: str) -> dict[str, str]:
+    cred = f"{load.user}:{internal_password(token, load.user)}"
+    headers = {
+        "Authorization": "Basic " + base64.b64encode(cred.encode()).decode(),
+        "format": "json",
+        "read_json_by_line": "true",
+        "columns": ", ".join("`" + c + "`" for c in load.columns),
+        "strict_mode": "true" if load.strict else "false",
+        "max_filter_ratio": "0" if load.strict else repr(float(load.max_filter_ratio)),
+        "timeout": str(load.timeout_s),
+        "label": load.label,
+        "Content-Type": "application/json",
+    }
+    if load.group_commit != "off_mode":
+        headers["group_commit"] = load.group_commit
+    if load.partitions:
+        headers["partitions"] = ", ".join(load.partitions)
+    return headers
+
+
+async def send_load(fe, load: InsertLoad, body: bytes) -> dict:
+    """Send one INSERT's body to a load-available BE; returns the BE's stream-load reply."""
+    choice = fe.backends.choose_for_load()
+    if choice is None:
+        raise GaleneError("No available backends to load data. Check SHOW BACKENDS.")
+    be, rt = choice
+    url = f"http://{be.host}:{rt.http_port}/api/{quote(load.db, safe='')}/{quote(load.table, safe='')}/_stream_load"
+    try:
+        status, _, raw = await fe.rpc.call(
+            "PUT",
+            url,
+            data=body,
+            headers=load_headers(load, fe.store.token),
+            timeout_s=load.timeout_s + RPC_MARGIN_S,
+        )
+    except DeadlineExceeded as e:
+        raise GaleneError(f"insert timeout: no reply from backend {be.host}:{rt.http_port}: {e}") from e
+    except ConnectionError as e:
+        raise GaleneError(f"backend {be.host}:{rt.http_port} unavailable during insert: {e}") from e
+    try:
+        reply = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        reply = None
+    if status != 200 or not isinstance(reply, dict):
+        raise GaleneError(f"insert failed: backend answered HTTP {status}: {raw[:500]!r}")
+    return reply
+
+
+def reply_outcome(reply: dict, load: InsertLoad) -> tuple[int, str]:
+    """(affected rows, OK-packet info) of a successful reply; raises the Doris INSERT error otherwise."""
+    status = reply.get("Status")
+    if status not in ("Success", "Publish Timeout"):
+        message = str(reply.get("Message") or "insert failed")
+        if "too many filtered rows" in message:
+            url = reply.get("ErrorURL", "")
+            if load.strict:
+                raise GaleneError(f"Insert has filtered data in strict mode, tracking_url={url}")
+            filtered = int(reply.get("NumberFilteredRows", 0))
+            total = int(reply.get("NumberTotalRows", 0)) - int(reply.get("NumberUnselectedRows", 0))
+            raise GaleneError(
+                f"Insert has too many filtered data {filtered}/{total} "
+                f"insert_max_filter_ratio is {load.max_filter_ratio}. url: {url}"
+            )
+        raise GaleneError(message)
+    label = str(reply.get("Label") or load.label)
+    txn_id = int(reply.get("TxnId") or 0)
+    if reply.get("GroupCommit"):
+        # Doris answers a group-committed INSERT with the merged load's label and PREPARE.
+        txn_status = "PREPARE"
+    else:
+        txn_status = "VISIBLE" if status == "Success" else "COMMITTED"
+    return int(reply.get("NumberLoadedRows", 0)), info_text(label, txn_status, txn_id)

@@ -1,0 +1,250 @@
+"""Group commit across BE crashes: an FE and a BE as separate processes, the BE SIGKILLed.
+
+Every acknowledged async load must become visible exactly once after the BE restarts and
+replays its WAL; clients that retry with the same label never load twice; a WAL whose
+group already committed is not loaded again; torn WAL tails are discarded; a full WAL
+falls back to sync_mode.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.galene_proc import GaleneProcess, auth_header
+
+pytestmark = pytest.mark.slow
+
+HEADERS = {"column_separator": ",", "group_commit": "async_mode"}
+
+
+class Cluster:
+    def __init__(self, data_dir: Path):
+        self.dir = data_dir
+        self.fe = GaleneProcess(data_dir, role="fe", conf={"heartbeat_interval_second": "1"})
+        self.be = GaleneProcess(data_dir, role="be")
+
+    def start(self) -> None:
+        self.fe.start()
+        self.be.conf["http_port"] = str(self.fe.http_port)  # where the BE finds its FE
+        self.be.start()
+        self.fe.query(f"ALTER SYSTEM ADD BACKEND '127.0.0.1:{self.be.be_http_port}'")
+        identity = self.dir / "be" / "cluster.json"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if identity.exists() and json.loads(identity.read_text()).get("backend_id"):
+                return
+            time.sleep(0.2)
+        raise TimeoutError("the BE never received a heartbeat")
+
+    def stop(self) -> None:
+        self.be.stop()
+        self.fe.stop()
+
+    @property
+    def wal_root(self) -> Path:
+        return self.dir / "be" / "wal"
+
+    def wal_files(self) -> list[Path]:
+        return sorted(p for p in self.wal_root.glob("*/*/*") if p.is_file()) if self.wal_root.exists() else []
+
+    def load(self, db: str, body: bytes, headers: dict[str, str], timeout: float = 30) -> dict:
+        r = httpx.put(
+            f"http://127.0.0.1:{self.be.be_http_port}/api/{db}/t/_stream_load",
+            content=body,
+            headers={**auth_header(), **headers},
+            timeout=timeout,
+        )
+        r.raise_for_status()
+        return r.json()
+
+    def restart_be(self, **conf: str) -> None:
+        self.be.conf.update(conf)
+        self.be.start()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("gc-cluster"))
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def gdb(cluster):
+    name = f"gc_{random.randrange(1 << 30):x}"
+    cluster.fe.query(f"CREATE DATABASE {name}")
+    yield name
+    cluster.fe.query(f"DROP DATABASE IF EXISTS {name}")
+
+
+def _create(cluster: Cluster, db: str, interval_ms: int, buckets: int = 2) -> None:
+    cluster.fe.query(
+        f"CREATE TABLE t (id BIGINT NOT NULL, src VARCHAR(32)) DUPLICATE KEY(id) "
+        f'DISTRIBUTED BY HASH(id) BUCKETS {buckets} PROPERTIES ("group_commit_interval_ms"="{interval_ms}")',
+        db,
+    )
+
+
+def _body(ids: list[int], src: str) -> bytes:
+    return "".join(f"{i},{src}\n" for i in ids).encode()
+
+
+def _wait_count(cluster: Cluster, db: str, expected: int, timeout: float = 90) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        n = cluster.fe.query("SELECT COUNT(*) FROM t", db)[0][0]
+        if n == expected or time.monotonic() > deadline:
+            return n
+        time.sleep(0.3)
+
+
+def _wait_no_wal(cluster: Cluster, timeout: float = 30) -> list[Path]:
+    deadline = time.monotonic() + timeout
+    while cluster.wal_files() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return cluster.wal_files()
+
+
+def test_acknowledged_async_loads_survive_sigkill_and_torn_tail_is_dropped(cluster, gdb):
+    _create(cluster, gdb, interval_ms=3_600_000)  # nothing commits unless the BE replays
+    ids: list[int] = []
+    for n in range(6):
+        batch = list(range(n * 10, n * 10 + 4))
+        headers = {**HEADERS, "label": f"k{n}"} if n % 2 else HEADERS
+        reply = cluster.load(gdb, _body(batch, f"load{n}"), headers)
+        assert reply["Status"] == "Success", reply
+        ids += batch
+    wal = cluster.wal_files()
+    assert len(wal) == 1, wal
+    cluster.be.kill()
+    # A record the BE was writing when it died: never acknowledged, must be discarded.
+    with open(wal[0], "ab") as f:
+        f.write(b"\x31\x4c\x57\x47" + (999).to_bytes(4, "little") + b"partial")
+    assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == 0
+    cluster.restart_be()
+    assert _wait_count(cluster, gdb, len(ids)) == len(ids)
+    assert sorted(r[0] for r in cluster.fe.query("SELECT id FROM t", gdb)) == sorted(ids)
+    assert _wait_no_wal(cluster) == []
+    retry = cluster.load(gdb, _body([10, 11, 12, 13], "load1"), {**HEADERS, "label": "k1"})
+    assert retry["Status"] == "Label Already Exists" and retry["ExistingJobStatus"] == "FINISHED", retry
+    assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == len(ids)
+
+
+def test_wal_of_an_already_committed_group_is_not_replayed(cluster, gdb):
+    _create(cluster, gdb, interval_ms=3_600_000)
+    assert cluster.wal_files() == []
+    for n in range(3):
+        reply = cluster.load(gdb, _body([n * 2, n * 2 + 1], "x"), {**HEADERS, "label": f"c{n}"})
+        assert reply["Status"] == "Success", reply
+    (wal,) = cluster.wal_files()
+    saved = wal.read_bytes()
+    cluster.be.stop()  # a clean stop commits the open group and deletes its WAL
+    assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == 6
+    assert cluster.wal_files() == []
+    # As if the BE had died between the commit and the WAL deletion.
+    wal.parent.mkdir(parents=True, exist_ok=True)
+    wal.write_bytes(saved)
+    cluster.restart_be()
+    assert _wait_no_wal(cluster) == []  # replay is done: the file goes only after its group
+    assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == 6
+    retry = cluster.load(gdb, _body([0, 1], "x"), {**HEADERS, "label": "c0"})
+    assert retry["Status"] == "Label Already Exists" and retry["ExistingJobStatus"] == "FINISHED"
+
+
+def test_full_wal_falls_back_to_sync_mode(cluster, gdb):
+    _create(cluster, gdb, interval_ms=300)
+    cluster.be.stop()
+    cluster.restart_be(group_commit_wal_max_disk_limit="1")
+    try:
+        reply = cluster.load(gdb, _body([1, 2, 3], "sync"), HEADERS)
+        assert reply["Status"] == "Success" and reply["GroupCommit"] is True
+        # Answered after the commit, so visible at once, and nothing went to the WAL.
+        assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == 3
+        assert cluster.wal_files() == []
+    finally:
+        cluster.be.stop()
+        cluster.be.conf.pop("group_commit_wal_max_disk_limit")
+        cluster.restart_be()
+
+
+def test_random_sigkills_lose_and_duplicate_nothing(cluster, gdb):
+    _create(cluster, gdb, interval_ms=200, buckets=3)
+    n_clients = 4
+    rows_per_load = 5
+    stop = threading.Event()
+    lock = threading.Lock()
+    acked: dict[str, list[int]] = {}
+    retried: set[str] = set()
+    already: list[dict] = []
+    failures: list[str] = []
+
+    def client(c: int) -> None:
+        seq = 0
+        while not stop.is_set():
+            label = f"c{c}_{seq}"
+            ids = [c * 10_000_000 + seq * rows_per_load + j for j in range(rows_per_load)]
+            body = _body(ids, label)
+            attempts = 0
+            while True:  # retry the same label until the load is acknowledged
+                attempts += 1
+                try:
+                    reply = cluster.load(gdb, body, {**HEADERS, "label": label}, timeout=20)
+                except (httpx.HTTPError, OSError):
+                    reply = None
+                if reply is not None and reply["Status"] in ("Success", "Label Already Exists"):
+                    with lock:
+                        acked[label] = ids
+                        if attempts > 1:
+                            retried.add(label)
+                        if reply["Status"] == "Label Already Exists":
+                            already.append(reply)
+                    break
+                if reply is not None and attempts > 200:
+                    failures.append(f"{label}: {reply}")
+                    return
+                time.sleep(0.1)
+            seq += 1
+
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(n_clients)]
+    for t in threads:
+        t.start()
+    rng = random.Random(20240611)
+    kills = 0
+    try:
+        while kills < 12:
+            time.sleep(rng.uniform(0.2, 2.0))
+            cluster.be.kill()
+            kills += 1
+            time.sleep(rng.uniform(0.0, 0.5))
+            cluster.restart_be()
+        time.sleep(2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+    print(f"kills={kills} loads={len(acked)} retried={len(retried)} label_already_exists={len(already)}")
+    assert not failures, failures
+    assert all(not t.is_alive() for t in threads)
+    assert kills >= 10
+    assert retried, "no load was interrupted by a kill: the test did not exercise retries"
+
+    expected = sorted(i for ids in acked.values() for i in ids)
+    assert len(expected) == len(set(expected))
+    assert _wait_count(cluster, gdb, len(expected)) == len(expected)
+    doubled = cluster.fe.query("SELECT id, COUNT(*) FROM t GROUP BY id HAVING COUNT(*) > 1", gdb)
+    assert doubled == []
+    assert sorted(r[0] for r in cluster.fe.query("SELECT id FROM t", gdb)) == expected
+    # Every retried label's rows are there exactly once, and the answers to retries of
+    # labels that had already been accepted said so.
+    for reply in already:
+        assert reply["ExistingJobStatus"] in ("RUNNING", "FINISHED")
+        assert "by group commit txn" in reply["Message"]
+    assert _wait_no_wal(cluster) == []
