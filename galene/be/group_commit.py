@@ -42,13 +42,14 @@ import msgspec
 import pyarrow as pa
 
 from galene.be.load_options import LoadOptions
-from galene.be.parse import ParsedBatch
+from galene.be.parse import ParsedBatch, parse_body
 from galene.be.routing import route_rows
 from galene.be.stream_load import (
     StreamLoadReply,
     filter_ratio_exceeded,
     new_label,
     read_and_parse,
+    read_body,
 )
 from galene.be.wal import WalFile, WalWriter, encode_record, list_wal_files, read_wal, wal_dir, wal_file_name
 from galene.catalog.model import Rowset, Table
@@ -206,6 +207,11 @@ class Entry:
     sub_label: str | None
     in_wal: bool
     ready: asyncio.Future  # True once durable (and its label reserved); False = not loaded
+    nbytes: int = -1  # data.nbytes, computed once: it walks every buffer and is asked often
+
+    def __post_init__(self) -> None:
+        if self.nbytes < 0:
+            self.nbytes = self.data.nbytes
 
 
 @dataclass
@@ -227,6 +233,122 @@ class Group:
 
 
 _PENDING = object()  # a label whose load is between its checks and joining a group
+
+# Small plain-CSV bodies of one table that arrive together are parsed as ONE body and split
+# back by row counts: pyarrow's reader has a fixed cost per call far above the cost of a
+# few rows, and small loads arrive many at a time. Bodies up to this size take part ...
+BATCH_PARSE_MAX_BODY = 64 << 10
+# ... and a combined body this big or bigger is parsed in a worker thread.
+BATCH_PARSE_INLINE_MAX = 256 << 10
+
+
+def _batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
+    """What loads must share to be parsed together, or None when this body must be parsed
+    alone: only plain CSV with \n lines whose row count is plain to see (no empty lines, no
+    CR, which pyarrow also treats as a line end)."""
+    if (
+        opts.format != "csv"
+        or opts.line_delimiter != b"\n"
+        or opts.enclose
+        or opts.escape
+        or opts.trim_double_quotes
+        or opts.skip_lines
+        or opts.compress_type
+        or opts.needs_transform
+        or opts.merge_type != "APPEND"
+        or opts.sequence_col
+        or not body
+        or body.startswith(b"\n")
+        or b"\n\n" in body
+        or b"\r" in body
+    ):
+        return None
+    columns = tuple(opts.columns) if opts.columns else None
+    return (
+        id(table),
+        opts.column_separator,
+        columns,
+        opts.strict_mode,
+        opts.empty_field_as_null,
+        opts.timezone,
+    )
+
+
+def _rows_in(body: bytes) -> int:
+    return body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
+
+
+class BatchParser:
+    """Parses concurrent small bodies of one table together (see BATCH_PARSE_MAX_BODY).
+
+    A load joins the batch of its key; the batch is parsed on the next turn of the event
+    loop. Only a batch that parses cleanly (pyarrow's direct conversion, no rejected row,
+    one row per line) is split back; anything else is parsed body by body, so every load
+    gets exactly the counts and errors it would get alone.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple, list[tuple[bytes, asyncio.Future]]] = {}
+
+    async def parse(self, body: bytes, table: Table, opts: LoadOptions, max_error_rows: int) -> ParsedBatch:
+        key = _batch_key(table, opts, body)
+        if key is None:
+            return parse_body(body, table, opts, max_error_rows)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        waiting = self._waiting.get(key)
+        if waiting is None:
+            waiting = self._waiting[key] = []
+            loop.call_soon(lambda: _background_parse(self._run(key, table, opts, max_error_rows)))
+        waiting.append((body, fut))
+        return await fut
+
+    async def _run(self, key: tuple, table: Table, opts: LoadOptions, max_error_rows: int) -> None:
+        items = self._waiting.pop(key, [])
+        bodies = [b for b, _ in items]
+        split: list[ParsedBatch] | None = None
+        if len(items) > 1:
+            combined = b"".join(b if b.endswith(b"\n") else b + b"\n" for b in bodies)
+            counts = [_rows_in(b) for b in bodies]
+            try:
+                if len(combined) < BATCH_PARSE_INLINE_MAX:
+                    whole = parse_body(combined, table, opts, max_error_rows)
+                else:
+                    whole = await asyncio.to_thread(parse_body, combined, table, opts, max_error_rows)
+            except Exception:  # noqa: BLE001 - each body is parsed alone below and gets its own error
+                whole = None
+            total = sum(counts)
+            if (
+                whole is not None
+                and whole.num_total == total
+                and whole.data.num_rows == total
+                and not whole.num_filtered
+                and not whole.num_unselected
+                and not whole.errors
+            ):
+                split, start = [], 0
+                for n in counts:
+                    split.append(ParsedBatch(data=whole.data.slice(start, n), num_total=n, num_filtered=0))
+                    start += n
+        for i, (body, fut) in enumerate(items):
+            if fut.done():
+                continue  # the load was cancelled
+            if split is not None:
+                fut.set_result(split[i])
+                continue
+            try:
+                fut.set_result(parse_body(body, table, opts, max_error_rows))
+            except Exception as e:  # noqa: BLE001 - the load's own parse error
+                fut.set_exception(e)
+
+
+_PARSE_TASKS: set[asyncio.Task] = set()  # strong references until done
+
+
+def _background_parse(coro) -> None:
+    task = asyncio.ensure_future(coro)
+    _PARSE_TASKS.add(task)
+    task.add_done_callback(_PARSE_TASKS.discard)
 
 
 class TableInfoCache:
@@ -282,7 +404,7 @@ class GroupCommitQueue:
             if group.closed:
                 continue
             group.entries.append(entry)
-            group.bytes += entry.data.nbytes
+            group.bytes += entry.nbytes
             if group.table is not None and group.bytes >= data_bytes(group.table):
                 self.close(group)
             return group
@@ -336,6 +458,7 @@ class GroupCommitManager:
         self.wal_bytes = 0
         self.queues: dict[tuple[int, int], GroupCommitQueue] = {}
         self.tables = TableInfoCache(self)
+        self.parser = BatchParser()
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
         self._tasks: set[asyncio.Task] = set()
         self._last_wal_id = 0
@@ -434,9 +557,7 @@ class GroupCommitManager:
 
             t_read = time.monotonic()
             batch, body_len = await _within(
-                read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows),
-                deadline,
-                "reading the body",
+                self._read_and_parse(request, table, opts), deadline, "reading the body"
             )
             reply.load_bytes = body_len
             reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
@@ -461,7 +582,8 @@ class GroupCommitManager:
             if batch.num_total == 0 and body_len == 0:
                 raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 
-            if mode == "async_mode" and self.wal_bytes + kept.nbytes > self.wal_limit:
+            kept_bytes = kept.nbytes
+            if mode == "async_mode" and self.wal_bytes + kept_bytes > self.wal_limit:
                 # Doris: short of WAL space, group commit answers after the commit instead.
                 log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
                 mode = "sync_mode"
@@ -480,6 +602,7 @@ class GroupCommitManager:
                 sub_label=client_label,
                 in_wal=mode == "async_mode",
                 ready=asyncio.get_running_loop().create_future(),
+                nbytes=kept_bytes,
             )
             try:
                 group = await _within(queue.enroll(entry, table), deadline, "opening a group")
@@ -538,6 +661,14 @@ class GroupCommitManager:
         reply.load_time_ms = int((time.monotonic() - t0) * 1000)
         return reply
 
+    async def _read_and_parse(self, request, table: Table, opts: LoadOptions) -> tuple[ParsedBatch, int]:
+        be = self.be
+        declared = request.content_length
+        if declared is None or declared > BATCH_PARSE_MAX_BODY:
+            return await read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows)
+        body = await read_body(request, be.max_body_bytes)
+        return await self.parser.parse(body, table, opts, be.max_error_rows), len(body)
+
     def queue(self, table: Table) -> GroupCommitQueue:
         key = (table.db_id, table.id)
         q = self.queues.get(key)
@@ -563,7 +694,7 @@ class GroupCommitManager:
                 self._next_wal_id(), group.label
             )
             group.wal = WalWriter(path)
-        if entry.data.nbytes > 1 << 20:
+        if entry.nbytes > 1 << 20:
             record = await asyncio.to_thread(encode_record, group.label, entry.sub_label, entry.data)
         else:
             record = encode_record(group.label, entry.sub_label, entry.data)
@@ -641,7 +772,7 @@ class GroupCommitManager:
                         "rowsets": msgspec.to_builtins(rowsets),
                         "sub_labels": sub_labels,
                         "num_rows": num_rows,
-                        "load_bytes": sum(e.data.nbytes for e in live),
+                        "load_bytes": sum(e.nbytes for e in live),
                     },
                     timeout_s=self.be.cfg.rpc_timeout_ms / 1000,
                 )
@@ -803,7 +934,10 @@ def _align(data: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 async def _within(aw, deadline: float, what: str):
+    # asyncio.timeout, not wait_for: wait_for wraps every await in a new task, a cost each
+    # small load paid several times over.
     try:
-        return await asyncio.wait_for(aw, timeout=max(0.001, deadline - time.monotonic()))
+        async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
+            return await aw
     except TimeoutError:
         raise LoadError(f"[TIMEOUT]group commit load timed out while {what}") from None

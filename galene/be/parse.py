@@ -457,13 +457,40 @@ def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array
         if not col.nullable and arr.null_count:
             return None
         if col.type.name in ("CHAR", "VARCHAR") and len(arr):
-            longest = pc.max(pc.binary_length(arr)).as_py()
+            longest = _longest_value_bytes(arr)
             if longest is not None and longest > col.type.length:
                 return None
         if col.type.name == "DATETIME":
             arr = truncate_datetime(arr, col.type.precision)
         out[col.name.lower()] = arr
     return out
+
+
+def _longest_value_bytes(arr) -> int | None:
+    """Byte length of the longest value of a string column, read off its offsets buffers.
+
+    A null slot counts whatever bytes it spans, so this is an upper bound (a false alarm
+    only sends the load to the slow path, which decides exactly). Much cheaper than
+    `pc.max(pc.binary_length(...))` on the many tiny bodies of small loads.
+    """
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    longest = None
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        if pa.types.is_string(chunk.type) or pa.types.is_binary(chunk.type):
+            dtype = np.int32
+        elif pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type):
+            dtype = np.int64
+        else:
+            return pc.max(pc.binary_length(arr)).as_py()
+        width = np.dtype(dtype).itemsize
+        offsets = np.frombuffer(
+            chunk.buffers()[1], dtype=dtype, count=len(chunk) + 1, offset=chunk.offset * width
+        )
+        top = int(np.diff(offsets).max())
+        longest = top if longest is None else max(longest, top)
+    return longest
 
 
 def _read_parquet(body: bytes, plan: _SourcePlan) -> _Source:
@@ -1013,7 +1040,7 @@ def days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
 def truncate_datetime(arr, precision: int):
     """Drop fractional seconds beyond a DATETIME(p) column's precision (timestamp[us] in/out)."""
     step = 10 ** (6 - precision)
-    if step == 1 or arr.null_count == len(arr):
+    if step == 1 or arr.null_count == len(arr) or _whole_steps(arr, step):
         return arr
     as_int = pc.cast(arr, pa.int64())
     values = (
@@ -1023,6 +1050,21 @@ def truncate_datetime(arr, precision: int):
         return arr
     mask = None if arr.null_count == 0 else _mask(pc.is_null(arr))
     return pa.array(values - values % step, pa.timestamp("us"), mask=mask)
+
+
+def _whole_steps(arr, step: int) -> bool:
+    """True when a null-free timestamp column has no value off a `step` boundary (read off its
+    data buffers: no compute calls, which dominate on tiny bodies). False = look closer."""
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        if chunk.null_count or not pa.types.is_timestamp(chunk.type):
+            return False
+        values = np.frombuffer(chunk.buffers()[1], dtype=np.int64, count=len(chunk), offset=chunk.offset * 8)
+        if (values % step).any():
+            return False
+    return True
 
 
 # Reason codes, in the order a column's checks run.

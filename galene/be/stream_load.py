@@ -26,7 +26,7 @@ from galene.be.parse import ParsedBatch, RowError, parse_body
 from galene.be.routing import route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
-from galene.storage.rowset import delete_rowset_files, write_rowsets
+from galene.storage.rowset import RowsetBuilder, delete_rowset_files, write_rowsets
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,8 @@ async def read_body(request, max_bytes: int) -> bytes:
 # Plain CSV bodies are cut at line boundaries into blocks of this size and each block is
 # parsed while the next one is still arriving, so reading the socket and parsing overlap.
 PIPELINE_BLOCK_BYTES = 32 << 20
+# Bodies declared (Content-Length) at most this big are parsed inline, without a thread hop.
+INLINE_PARSE_MAX_BYTES = 16 << 10
 
 
 def _pipelined(opts: LoadOptions) -> bool:
@@ -210,23 +212,45 @@ def _pipelined(opts: LoadOptions) -> bool:
 
 
 async def read_and_parse(
-    request, max_bytes: int, table: Table, opts: LoadOptions, max_error_rows: int
-) -> tuple[ParsedBatch, int]:
-    """Read the body (within max_bytes) and parse it; returns the parsed batch and body size."""
+    request, max_bytes: int, table: Table, opts: LoadOptions, max_error_rows: int, be=None
+) -> tuple[ParsedBatch | StreamedLoad, int]:
+    """Read the body (within max_bytes) and parse it; returns the parsed batch and body size.
+
+    With `be` given, a DUPLICATE KEY table's CSV body is also routed and written block by
+    block while it arrives (`StreamedLoad`): memory stays bounded by a few blocks and writing
+    overlaps reading. UNIQUE and AGG tables merge rows within a load, so they keep the
+    whole-load path.
+    """
+    declared = request.content_length
+    if declared is not None and declared <= INLINE_PARSE_MAX_BYTES:
+        # A tiny body (the many small loads of logging/IoT clients) is parsed on the event
+        # loop: handing it to a worker thread costs more than parsing it.
+        body = await read_body(request, max_bytes)
+        return parse_body(body, table, opts, max_error_rows), len(body)
     if not _pipelined(opts):
         body = await read_body(request, max_bytes)
         return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows), len(body)
     _check_declared_size(request, max_bytes)
+    builder = (
+        RowsetBuilder(be.fs, be.root, table) if be is not None and table.keys_type == "DUP_KEYS" else None
+    )
     delim = opts.line_delimiter
     pending: list[asyncio.Future] = []
+    results: list = []  # ParsedBatch per block, or _BlockResult per block when streaming
     chunks: list[bytes] = []  # joined once per block: appending to one growing buffer is quadratic
     buffered = 0
     total = 0
 
-    def submit(block: bytes) -> None:
-        pending.append(
-            asyncio.ensure_future(asyncio.to_thread(parse_body, block, table, opts, max_error_rows))
-        )
+    async def submit(block: bytes) -> None:
+        if builder is None:
+            job = asyncio.to_thread(parse_body, block, table, opts, max_error_rows)
+        else:
+            job = asyncio.to_thread(_parse_route_write, block, table, opts, max_error_rows, builder)
+        pending.append(asyncio.ensure_future(job))
+        # Backpressure: with this many blocks in flight, stop reading the socket until the
+        # oldest is done (bounds memory; the CPU is busy anyway).
+        if builder is not None and len(pending) >= STREAM_MAX_BLOCKS_IN_FLIGHT:
+            results.append(await pending.pop(0))
 
     try:
         async for chunk in request.content.iter_chunked(1 << 20):
@@ -242,19 +266,81 @@ async def read_and_parse(
                     chunks = [data]
                     continue
                 cut += len(delim)
-                submit(data[:cut])
                 rest = data[cut:]
                 chunks, buffered = ([rest], len(rest)) if rest else ([], 0)
+                await submit(data[:cut])
         if chunks:
-            submit(b"".join(chunks))
-        batches = [await f for f in pending]
+            await submit(b"".join(chunks))
+        while pending:
+            results.append(await pending.pop(0))
     except BaseException:
         for f in pending:
             f.cancel()
+        if builder is not None:
+            # Blocks still being written in worker threads delete their own files.
+            await asyncio.to_thread(builder.discard)
         raise
-    if not batches:
+    if builder is not None:
+        return StreamedLoad.combine(results, builder, max_error_rows), total
+    if not results:
         return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows), 0
-    return _concat_batches(batches, max_error_rows), total
+    return _concat_batches(results, max_error_rows), total
+
+
+# A streamed load keeps at most this many blocks between the socket and the files.
+STREAM_MAX_BLOCKS_IN_FLIGHT = 2
+
+
+@dataclass
+class _BlockResult:
+    """What one streamed block left behind once its rows were written."""
+
+    num_total: int
+    num_filtered: int  # rejected by parsing or by routing (no partition)
+    num_unselected: int
+    parse_errors: list[RowError]
+    route_errors: list[RowError]
+
+
+def _parse_route_write(
+    block: bytes, table: Table, opts: LoadOptions, max_error_rows: int, builder: RowsetBuilder
+) -> _BlockResult:
+    """Worker thread: parse one block, route it, write its rows as one more segment per tablet."""
+    batch = parse_body(block, table, opts, max_error_rows)
+    del block
+    routed = route_rows(batch, table, partitions=opts.partitions)
+    builder.add(routed.per_tablet)
+    return _BlockResult(
+        num_total=batch.num_total,
+        num_filtered=batch.num_filtered + routed.num_filtered,
+        num_unselected=batch.num_unselected,
+        parse_errors=batch.errors,
+        route_errors=routed.errors,
+    )
+
+
+@dataclass
+class StreamedLoad:
+    """A body already parsed, routed and written (uncommitted) while it arrived."""
+
+    builder: RowsetBuilder
+    num_total: int
+    num_filtered: int
+    num_unselected: int
+    errors: list[RowError]
+
+    @classmethod
+    def combine(cls, blocks: list[_BlockResult], builder: RowsetBuilder, max_error_rows: int) -> StreamedLoad:
+        # Parse errors first, then routing errors, as the whole-load path reports them.
+        errors = [e for b in blocks for e in b.parse_errors][:max_error_rows]
+        errors += [e for b in blocks for e in b.route_errors]
+        return cls(
+            builder=builder,
+            num_total=sum(b.num_total for b in blocks),
+            num_filtered=sum(b.num_filtered for b in blocks),
+            num_unselected=sum(b.num_unselected for b in blocks),
+            errors=errors[:max_error_rows],
+        )
 
 
 def _concat_batches(batches: list[ParsedBatch], max_error_rows: int) -> ParsedBatch:
@@ -282,7 +368,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
     t0 = time.monotonic()
     reply = StreamLoadReply()
     headers = request.headers
-    reply.label = headers.get("label") or new_label()
+    reply.label = headers.get("label") or ""  # generated below when group commit does not take the load
     txn_id = 0
     written: list[Rowset] = []
     fe = FeTxnClient(be)
@@ -301,6 +387,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
             gc_reply = await group_commit.maybe_execute(request, db, table_name, auth, opts)
             if gc_reply is not None:
                 return gc_reply
+        reply.label = reply.label or new_label()
         reply.two_phase_commit = headers.get("two_phase_commit", "").strip().lower() == "true"
         # One deadline for the whole load (Doris' `timeout`): the FE aborts the txn at the
         # same age, so the BE stops first, aborts and deletes what it wrote.
@@ -313,7 +400,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
 
         t_read = time.monotonic()
         batch, body_len = await within_load_timeout(
-            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows), deadline, opts
+            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows, be=be), deadline, opts
         )
         reply.load_bytes = body_len
         reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
@@ -366,6 +453,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.message = f"[INTERNAL_ERROR]{type(e).__name__}: {e}"
         await _undo(be, fe, txn_id, written, reply.message)
         reply.number_loaded_rows = 0
+    reply.label = reply.label or new_label()  # a load refused before it began still has one
     reply.load_time_ms = int((time.monotonic() - t0) * 1000)
     return reply
 
@@ -444,8 +532,10 @@ async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason:
         await asyncio.to_thread(delete_rowset_files, be.fs, be.root, written)
 
 
-def _route_write(be, table: Table, batch: ParsedBatch, opts: LoadOptions) -> dict:
+def _route_write(be, table: Table, batch: ParsedBatch | StreamedLoad, opts: LoadOptions) -> dict:
     """CPU part of a load after parsing (runs in a worker thread): route rows, write rowsets."""
+    if isinstance(batch, StreamedLoad):
+        return _finish_streamed(be, batch, opts)
     routed = route_rows(batch, table, partitions=opts.partitions)
     errors: list[RowError] = list(batch.errors) + list(routed.errors)
     filtered = batch.num_filtered + routed.num_filtered
@@ -464,4 +554,25 @@ def _route_write(be, table: Table, batch: ParsedBatch, opts: LoadOptions) -> dic
         "unselected": unselected,
         "loaded": loaded,
         "errors": errors[: be.max_error_rows],
+    }
+
+
+def _finish_streamed(be, load: StreamedLoad, opts: LoadOptions) -> dict:
+    """A streamed load's rows are already in files: keep them, or delete them if too many were filtered."""
+    if filter_ratio_exceeded(load.num_total, load.num_filtered, load.num_unselected, opts.max_filter_ratio):
+        load.builder.discard()
+        rowsets: list[Rowset] = []
+    else:
+        try:
+            rowsets = load.builder.finish()
+        except BaseException:
+            load.builder.discard()
+            raise
+    return {
+        "rowsets": rowsets,
+        "total": load.num_total,
+        "filtered": load.num_filtered,
+        "unselected": load.num_unselected,
+        "loaded": sum(r.num_rows for r in rowsets),
+        "errors": load.errors[: be.max_error_rows],
     }

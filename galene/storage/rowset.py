@@ -9,6 +9,7 @@ The storage schema (column order, Arrow types) is defined here and nowhere else.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -86,11 +87,7 @@ def write_rowset(
     that follows can rely on the bytes being on disk (object stores are durable on close).
     """
     rowset_id = rowset_id or new_rowset_id()
-    schema = storage_schema(table)
-    if data.schema != schema:
-        if data.schema.names != schema.names:
-            data = data.select(schema.names)
-        data = data.cast(schema)
+    data = _to_storage(data, storage_schema(table))
     directory = layout.tablet_dir(root, table.db_id, table.id, partition_id, tablet_id)
     fs.create_dir(directory, recursive=True)
     local = isinstance(fs, pafs.LocalFileSystem)
@@ -99,16 +96,7 @@ def write_rowset(
     total_size = 0
     for n, piece in enumerate(_file_slices(data)):
         final = layout.rowset_file(root, table.db_id, table.id, partition_id, tablet_id, rowset_id, n)
-        tmp = final + layout.TMP_SUFFIX
-        try:
-            _write_parquet(fs, directory, tmp, piece, row_group)
-            if local and sync:
-                _fsync_local(tmp)
-            total_size += fs.get_file_info(tmp).size
-            fs.move(tmp, final)
-        except BaseException:
-            _delete_quietly(fs, tmp)
-            raise
+        total_size += _write_file(fs, directory, final, piece, row_group, sync=local and sync)
         files.append(layout.relative(root, final))
     if local and sync:
         _fsync_local(directory)
@@ -120,6 +108,23 @@ def write_rowset(
         num_rows=data.num_rows,
         data_size=total_size,
     )
+
+
+def _write_file(
+    fs: pafs.FileSystem, directory: str, final: str, data: pa.Table, row_group: int, *, sync: bool
+) -> int:
+    """Write one data file under a temporary name, fsync it (`sync`), move it into place; its size."""
+    tmp = final + layout.TMP_SUFFIX
+    try:
+        _write_parquet(fs, directory, tmp, data, row_group)
+        if sync:
+            _fsync_local(tmp)
+        size = fs.get_file_info(tmp).size
+        fs.move(tmp, final)
+    except BaseException:
+        _delete_quietly(fs, tmp)
+        raise
+    return size
 
 
 def _write_parquet(fs: pafs.FileSystem, directory: str, path: str, data: pa.Table, row_group: int) -> None:
@@ -171,6 +176,109 @@ def write_rowsets(
         delete_rowset_files(fs, root, written)
         raise failure
     return written
+
+
+class RowsetBuilder:
+    """One load's rowsets (one per tablet), grown a segment file at a time while the load streams.
+
+    Each `add` writes one more `<rowset_id>_<n>.parquet` file into every tablet it touches, so
+    a long load never holds all its rows in memory; `finish` fsyncs the tablet directories and
+    returns the uncommitted Rowsets. Nothing references the files before the FE journals the
+    commit, so `discard` just deletes them; an `add` still running in another thread when the
+    load is discarded deletes its own file when it finishes. Thread-safe.
+    """
+
+    def __init__(self, fs: pafs.FileSystem, root: str, table: Table, *, sync: bool = True) -> None:
+        self.fs, self.root, self.table = fs, root, table
+        self._schema = storage_schema(table)
+        self._sync = sync and isinstance(fs, pafs.LocalFileSystem)
+        self._lock = threading.Lock()
+        self._rowsets: dict[int, Rowset] = {}
+        self._files: dict[int, dict[int, str]] = {}  # tablet_id -> file number -> relative path
+        self._next_file: dict[int, int] = {}
+        self._discarded = False
+
+    def add(self, per_tablet: dict[int, tuple[int, pa.Table]], *, max_workers: int | None = None) -> None:
+        """Write one segment file per non-empty tablet of `per_tablet` (tablets in parallel)."""
+        items = sorted((tid, (pid, rows)) for tid, (pid, rows) in per_tablet.items() if rows.num_rows)
+        if len(items) == 1:
+            tid, (pid, rows) = items[0]
+            self._add_one(tid, pid, rows)
+            return
+        workers = max_workers or min(len(items), os.cpu_count() or 4) or 1
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rowset-writer") as pool:
+            futures = [pool.submit(self._add_one, tid, pid, rows) for tid, (pid, rows) in items]
+            failure = None
+            for f in futures:
+                try:
+                    f.result()
+                except BaseException as e:  # noqa: BLE001 - wait for every writer before failing
+                    failure = failure or e
+        if failure is not None:
+            raise failure
+
+    def _add_one(self, tablet_id: int, partition_id: int, data: pa.Table) -> None:
+        data = _to_storage(data, self._schema)
+        pieces = _file_slices(data)
+        with self._lock:
+            if self._discarded:
+                return
+            first = tablet_id not in self._rowsets
+            if first:
+                self._rowsets[tablet_id] = Rowset(
+                    id=new_rowset_id(), tablet_id=tablet_id, partition_id=partition_id
+                )
+                self._files[tablet_id] = {}
+                self._next_file[tablet_id] = 0
+            rowset = self._rowsets[tablet_id]
+            n0 = self._next_file[tablet_id]
+            self._next_file[tablet_id] = n0 + len(pieces)
+        t = self.table
+        directory = layout.tablet_dir(self.root, t.db_id, t.id, partition_id, tablet_id)
+        if first:
+            self.fs.create_dir(directory, recursive=True)
+        row_group = _row_group_rows(data)
+        for i, piece in enumerate(pieces):
+            final = layout.rowset_file(self.root, t.db_id, t.id, partition_id, tablet_id, rowset.id, n0 + i)
+            size = _write_file(self.fs, directory, final, piece, row_group, sync=self._sync)
+            with self._lock:
+                if not self._discarded:
+                    self._files[tablet_id][n0 + i] = layout.relative(self.root, final)
+                    rowset.num_rows += piece.num_rows
+                    rowset.data_size += size
+                    continue
+            _delete_quietly(self.fs, final)  # the load was discarded while this file was written
+            return
+
+    def finish(self) -> list[Rowset]:
+        """The rowsets written so far (files in order), their directories fsynced."""
+        with self._lock:
+            rowsets = [self._rowsets[tid] for tid in sorted(self._rowsets)]
+            for r in rowsets:
+                files = self._files[r.tablet_id]
+                r.files = [files[n] for n in sorted(files)]
+        if self._sync:
+            t = self.table
+            for r in rowsets:
+                _fsync_local(layout.tablet_dir(self.root, t.db_id, t.id, r.partition_id, r.tablet_id))
+        return [r for r in rowsets if r.files]
+
+    def discard(self) -> None:
+        """Delete every file written so far, and any a running `add` finishes later."""
+        with self._lock:
+            self._discarded = True
+            paths = [p for files in self._files.values() for p in files.values()]
+            self._files = {tid: {} for tid in self._files}
+        for rel in paths:
+            _delete_quietly(self.fs, layout.absolute(self.root, rel))
+
+
+def _to_storage(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    if data.schema != schema:
+        if data.schema.names != schema.names:
+            data = data.select(schema.names)
+        data = data.cast(schema)
+    return data
 
 
 def read_rowset(fs: pafs.FileSystem, root: str, rowset: Rowset, schema: pa.Schema | None = None) -> pa.Table:

@@ -202,3 +202,30 @@ def test_unique_and_aggregate_semantics(galene, db):
         (1, 111, 7, 1, "z", "p"),
         (2, 1, 1, 1, "w", "q"),
     ]
+
+
+def test_multi_block_body_is_all_or_nothing(galene, db):
+    """A body larger than one parse block is parsed, routed and written block by block while it
+    arrives; the filter ratio still decides over all rows, and a failed load leaves no file."""
+    _table(galene, db, DUP)
+    rows = 2_600_000  # ~40 MB of CSV: more than one 32 MB block
+    good = b"".join(b"%d,v,2024-01-01\n" % i for i in range(rows))
+    bad_at = rows // 2
+    body = good.replace(b"\n%d,v,2024-01-01\n" % bad_at, b"\nnot_a_number,v,2024-01-01\n", 1)
+    assert len(body) > 32 << 20
+    before = _data_files(galene)
+
+    failed = galene.stream_load(db, "t", body, {"column_separator": ",", "strict_mode": "true"})
+    assert failed["Status"] == "Fail" and "too many filtered rows" in failed["Message"]
+    assert failed["NumberFilteredRows"] == 1 and failed["NumberLoadedRows"] == 0
+    assert galene.query("SELECT count(*) FROM t", db)[0][0] == 0
+    assert _data_files(galene) - before == set()
+
+    ok = galene.stream_load(
+        db, "t", body, {"column_separator": ",", "strict_mode": "true", "max_filter_ratio": "0.1"}
+    )
+    assert ok["Status"] == "Success", ok
+    assert (ok["NumberTotalRows"], ok["NumberLoadedRows"], ok["NumberFilteredRows"]) == (rows, rows - 1, 1)
+    assert galene.query("SELECT count(*), count(DISTINCT k), sum(k) FROM t", db) == [
+        (rows - 1, rows - 1, rows * (rows - 1) // 2 - bad_at)
+    ]
