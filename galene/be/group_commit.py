@@ -132,36 +132,12 @@ class GroupCommitReply(StreamLoadReply):
     BeginTxnTimeMs / CommitAndPublishTimeMs; Galene adds `ClientLabel` when one was sent."""
 
     client_label: str | None = None
+    group_commit: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "TxnId": self.txn_id,
-            "Label": self.label,
-            "Comment": self.comment,
-            "GroupCommit": True,
-            "Status": self.status,
-        }
-        if self.existing_job_status is not None:
-            d["ExistingJobStatus"] = self.existing_job_status
-        d.update(
-            {
-                "Message": self.message,
-                "NumberTotalRows": self.number_total_rows,
-                "NumberLoadedRows": self.number_loaded_rows,
-                "NumberFilteredRows": self.number_filtered_rows,
-                "NumberUnselectedRows": self.number_unselected_rows,
-                "LoadBytes": self.load_bytes,
-                "LoadTimeMs": self.load_time_ms,
-                "StreamLoadPutTimeMs": self.stream_load_put_time_ms,
-                "ReadDataTimeMs": self.read_data_time_ms,
-                "WriteDataTimeMs": self.write_data_time_ms,
-            }
-        )
-        if self.error_url:
-            d["ErrorURL"] = self.error_url
+        d = super().to_dict()
         if self.client_label is not None:
             d["ClientLabel"] = self.client_label
-        d.update(self.extra)
         return d
 
 

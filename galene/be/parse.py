@@ -41,7 +41,7 @@ from galene.be.load_options import (
     LoadOptions,
     parse_jsonpaths,
 )
-from galene.catalog.model import DELETE_SIGN, Column, Table
+from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Table
 from galene.common.errors import LoadError
 from galene.common.types import INT_BOUNDS, ColumnType
 from galene.storage.rowset import storage_schema
@@ -121,23 +121,6 @@ def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int
 
 
 # Hidden column holding the sequence value of tables created with function_column.sequence_type.
-SEQUENCE_COL = "__DORIS_SEQUENCE_COL__"
-
-
-def sequence_column(table: Table) -> Column | None:
-    """The column whose value orders rows of one key (Doris sequence column), if the table has one.
-
-    `function_column.sequence_col` names an ordinary column; `function_column.sequence_type`
-    tables keep the value in the hidden `__DORIS_SEQUENCE_COL__`.
-    """
-    if table.keys_type != "UNIQUE_KEYS":
-        return None
-    name = table.properties.get("function_column.sequence_col")
-    if name:
-        return table.column(name)
-    return table.column(SEQUENCE_COL)
-
-
 def check_merge_options(table: Table, opts: LoadOptions) -> None:
     """Doris' checks of merge_type / delete / sequence headers against the table."""
     if opts.merge_type != "APPEND":
@@ -147,7 +130,7 @@ def check_merge_options(table: Table, opts: LoadOptions) -> None:
             raise LoadError(
                 "[ANALYSIS_ERROR]load by MERGE or DELETE need to upgrade table to support batch delete."
             )
-    seq = sequence_column(table)
+    seq = table.sequence_column()
     mapped_sequence = bool(table.properties.get("function_column.sequence_col"))
     has_sequence_type = "function_column.sequence_type" in table.properties
     if opts.sequence_col and seq is None and not has_sequence_type:
@@ -196,7 +179,7 @@ class _SourcePlan:
         if delete_sign is not None or opts.merge_type == "DELETE":
             computed.add(DELETE_SIGN.lower())  # the merge type decides it, not the source
         sequence = None
-        seq_col = sequence_column(table)
+        seq_col = table.sequence_column()
         if opts.sequence_col and seq_col is not None and seq_col.name == SEQUENCE_COL:
             sequence = (seq_col, opts.sequence_col)
             computed.add(seq_col.name.lower())

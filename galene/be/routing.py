@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from galene.be.parse import ParsedBatch, RowError, convert_strings, sequence_column
+from galene.be.parse import ParsedBatch, RowError, convert_strings
 from galene.catalog.model import Partition, Table
 from galene.common.errors import LoadError
 
@@ -78,7 +78,7 @@ def route_rows(
     data = batch.data
     allowed = selected_partitions(table, partitions)
     if table.keys_type == "UNIQUE_KEYS" and table.key_columns:
-        seq = sequence_column(table)
+        seq = table.sequence_column()
         data = dedup_last_per_key(data, table.key_columns, seq.name if seq is not None else None)
     if data.num_rows == 0 or not table.partitions:
         if data.num_rows and not table.partitions:

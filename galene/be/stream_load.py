@@ -55,15 +55,17 @@ class StreamLoadReply:
     commit_and_publish_time_ms: int = 0
     error_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    group_commit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "TxnId": self.txn_id,
-            "Label": self.label,
-            "Comment": self.comment,
-            "TwoPhaseCommit": "true" if self.two_phase_commit else "false",
-            "Status": self.status,
-        }
+        d: dict[str, Any] = {"TxnId": self.txn_id, "Label": self.label, "Comment": self.comment}
+        # Group commit replies carry `GroupCommit: true` instead of TwoPhaseCommit and have no
+        # begin/commit timings (the merged transaction is not this request's).
+        if self.group_commit:
+            d["GroupCommit"] = True
+        else:
+            d["TwoPhaseCommit"] = "true" if self.two_phase_commit else "false"
+        d["Status"] = self.status
         if self.existing_job_status is not None:
             d["ExistingJobStatus"] = self.existing_job_status
         d.update(
@@ -75,13 +77,15 @@ class StreamLoadReply:
                 "NumberUnselectedRows": self.number_unselected_rows,
                 "LoadBytes": self.load_bytes,
                 "LoadTimeMs": self.load_time_ms,
-                "BeginTxnTimeMs": self.begin_txn_time_ms,
-                "StreamLoadPutTimeMs": self.stream_load_put_time_ms,
-                "ReadDataTimeMs": self.read_data_time_ms,
-                "WriteDataTimeMs": self.write_data_time_ms,
-                "CommitAndPublishTimeMs": self.commit_and_publish_time_ms,
             }
         )
+        if not self.group_commit:
+            d["BeginTxnTimeMs"] = self.begin_txn_time_ms
+        d["StreamLoadPutTimeMs"] = self.stream_load_put_time_ms
+        d["ReadDataTimeMs"] = self.read_data_time_ms
+        d["WriteDataTimeMs"] = self.write_data_time_ms
+        if not self.group_commit:
+            d["CommitAndPublishTimeMs"] = self.commit_and_publish_time_ms
         if self.error_url:
             d["ErrorURL"] = self.error_url
         d.update(self.extra)

@@ -18,6 +18,8 @@ TxnStatus = Literal["PREPARE", "PRECOMMITTED", "COMMITTED", "VISIBLE", "ABORTED"
 
 # Hidden column of UNIQUE KEY tables: 1 marks a delete (Doris __DORIS_DELETE_SIGN__).
 DELETE_SIGN = "__DORIS_DELETE_SIGN__"
+# Hidden column of UNIQUE KEY tables created with function_column.sequence_type.
+SEQUENCE_COL = "__DORIS_SEQUENCE_COL__"
 
 
 class Column(msgspec.Struct, kw_only=True):
@@ -86,6 +88,17 @@ class Table(msgspec.Struct, kw_only=True):
             if c.name.lower() == lname:
                 return c
         return None
+
+    def sequence_column(self) -> Column | None:
+        """The column whose value orders rows of one key (Doris sequence column), if any.
+
+        `function_column.sequence_col` names an ordinary column; `function_column.sequence_type`
+        tables keep the value in the hidden SEQUENCE_COL.
+        """
+        if self.keys_type != "UNIQUE_KEYS":
+            return None
+        name = self.properties.get("function_column.sequence_col")
+        return self.column(name) if name else self.column(SEQUENCE_COL)
 
     def visible_columns(self) -> list[Column]:
         return [c for c in self.columns if not c.hidden]

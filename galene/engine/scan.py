@@ -189,7 +189,8 @@ def _unique_frame(
         # With a sequence column the highest sequence value wins and the version only breaks
         # ties (a late load with an older sequence value does not replace a newer row).
         order = [F.col(VERSION_COL).desc()]
-        seq = _sequence_column_name(table)
+        seq_col = table.sequence_column()
+        seq = seq_col.name if seq_col is not None else None
         if seq is not None:
             order.insert(0, F.col(seq).desc_nulls_last())
         latest_first = Window.partitionBy(*keys).orderBy(*order)
@@ -200,13 +201,6 @@ def _unique_frame(
         # The delete sign may be stored as TINYINT (Doris) or BOOLEAN: anything but 0 deletes.
         df = df.where(F.coalesce(F.col(DELETE_SIGN).cast("int"), F.lit(0)) == 0)
     return df.select(*_visible_select(table))
-
-
-def _sequence_column_name(table: Table) -> str | None:
-    """The sequence column of a UNIQUE table (same rule as galene.be.parse.sequence_column)."""
-    name = table.properties.get("function_column.sequence_col")
-    col = table.column(name) if name else table.column("__DORIS_SEQUENCE_COL__")
-    return col.name if col is not None else None
 
 
 def _agg_frame(

@@ -221,31 +221,28 @@ class CatalogService:
             if table is None:
                 raise GaleneError(f"table of transaction [{txn_id}] was dropped")
             rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
-            version = table.visible_version + 1
-            stamped = [
-                Rowset(
-                    id=r.id,
-                    tablet_id=r.tablet_id,
-                    partition_id=r.partition_id,
-                    version=version,
-                    txn_id=txn_id,
-                    files=list(r.files),
-                    num_rows=r.num_rows,
-                    data_size=r.data_size,
-                )
-                for r in rowsets
-            ]
-            self.store.log(
-                ops.CommitTxn(
-                    txn_id=txn_id,
-                    version=version,
-                    rowsets=stamped,
-                    time=time.time(),
-                    num_rows=num_rows,
-                    load_bytes=load_bytes,
-                )
-            )
+            self._log_commit(txn, table, rowsets, num_rows=num_rows, load_bytes=load_bytes)
             return txn
+
+    def _log_commit(
+        self, txn: Txn, table: Table, rowsets: list[Rowset], *, num_rows: int, load_bytes: int, sub_labels=()
+    ) -> None:
+        """Log the commit op: the rowsets become visible at the table's next version atomically."""
+        version = table.visible_version + 1
+        stamped = [
+            msgspec.structs.replace(r, version=version, txn_id=txn.id, files=list(r.files)) for r in rowsets
+        ]
+        self.store.log(
+            ops.CommitTxn(
+                txn_id=txn.id,
+                version=version,
+                rowsets=stamped,
+                time=time.time(),
+                num_rows=num_rows,
+                load_bytes=load_bytes,
+                sub_labels=list(sub_labels),
+            )
+        )
 
     def precommit_txn(
         self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0
@@ -413,21 +410,8 @@ class CatalogService:
             }
             if conflicts:
                 raise SubLabelConflict(conflicts)
-            version = table.visible_version + 1
-            stamped = [
-                msgspec.structs.replace(r, version=version, txn_id=txn_id, files=list(r.files))
-                for r in rowsets
-            ]
-            self.store.log(
-                ops.CommitTxn(
-                    txn_id=txn_id,
-                    version=version,
-                    rowsets=stamped,
-                    time=time.time(),
-                    num_rows=num_rows,
-                    load_bytes=load_bytes,
-                    sub_labels=list(sub_labels),
-                )
+            self._log_commit(
+                txn, table, rowsets, num_rows=num_rows, load_bytes=load_bytes, sub_labels=sub_labels
             )
             return txn
 
