@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 
 import msgspec
 
@@ -52,12 +51,6 @@ class SubLabelConflict(GaleneError):
     def __init__(self, conflicts: dict[str, int]):
         super().__init__(f"labels already loaded by other transactions: {conflicts}")
         self.conflicts = conflicts
-
-
-@dataclass
-class TxnTimeouts:
-    default_s: int
-    max_s: int = 259200
 
 
 class CatalogService:
@@ -112,9 +105,6 @@ class CatalogService:
                 raise unknown_table(table_name, db_name)
             table_id = matches[0]
         return self.state.tables[table_id]
-
-    def table_by_id(self, table_id: int) -> Table | None:
-        return self.state.tables.get(table_id)
 
     # --- DDL ------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False, properties: dict | None = None) -> bool:
