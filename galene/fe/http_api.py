@@ -220,10 +220,8 @@ class FeHttpApi:
             return self._unauthorized()
         path = self.fe.cfg.meta_path / "dump" / f"image.{self.fe.store.last_journal_id}"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self.fe.catalog.lock:
-            await asyncio.to_thread(
-                meta_tools.write_image_file, self.fe.state, self.fe.store.last_journal_id, path
-            )
+        # The store writes under its own lock, in a worker thread: the event loop never blocks on it.
+        await asyncio.to_thread(self.fe.store.snapshot_image, path)
         return web.json_response(
             {"msg": "success", "code": 0, "data": {"dumpFilePath": str(path)}, "count": 0}
         )

@@ -12,7 +12,6 @@ executor.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -26,6 +25,7 @@ from sqlglot.tokens import Token, TokenType
 
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
+from galene.sql.like import like_match
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 ER_WRONG_VALUE_FOR_VAR = 1231
@@ -590,7 +590,7 @@ class SessionSql:
         like = statement.args.get("like")
         if like is not None:
             pattern = like.name
-            rows = [r for r in rows if _like(str(r[0]), pattern)]
+            rows = [r for r in rows if like_match(str(r[0]), pattern)]
         where = statement.args.get("where")
         if where is not None:
             names = [c[0].lower() for c in columns]
@@ -711,21 +711,6 @@ def _select_item_spans(sql: str) -> list[tuple[int, int]] | None:
     return spans
 
 
-def _like(value: str, pattern: str) -> bool:
-    """SQL LIKE (case-insensitive, as MySQL's default collations compare)."""
-    translated = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            translated.append("[" + pattern[i + 1] + "]")
-            i += 2
-            continue
-        translated.append("*" if c == "%" else "?" if c == "_" else "[" + c + "]" if c in "[]*?" else c)
-        i += 1
-    return fnmatch.fnmatchcase(value.lower(), "".join(translated).lower())
-
-
 def _truthy(value: Any) -> bool:
     return bool(value)
 
@@ -751,7 +736,7 @@ def _eval_filter(node: exp.Expression, row: dict[str, Any]) -> Any:
         return None
     if isinstance(node, exp.Like):
         left, right = _eval_filter(node.this, row), _eval_filter(node.expression, row)
-        return left is not None and right is not None and _like(str(left), str(right))
+        return left is not None and right is not None and like_match(str(left), str(right))
     if isinstance(node, exp.In):
         left = _eval_filter(node.this, row)
         return any(_equal(left, _eval_filter(e, row)) for e in node.expressions)

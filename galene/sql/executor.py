@@ -25,6 +25,7 @@ from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
+from galene.sql.like import like_match
 from galene.sql.show import describe, show_columns, show_create_table
 from galene.sql.translate import to_spark_sql
 
@@ -141,7 +142,7 @@ class SqlExecutor:
     async def _do_ShowColumns(self, s, ctx):
         _, table = self._table(s.db, s.table, ctx)
         names, rows = show_columns(table, s.full)
-        rows = [r for r in rows if _like_match(r[0], getattr(s, "like", None))]
+        rows = [r for r in rows if like_match(r[0], getattr(s, "like", None))]
         return StatementResult(columns=_cols(*names), rows=rows)
 
     async def _do_Describe(self, s, ctx):
@@ -321,14 +322,5 @@ def _tags(props: dict | None) -> dict[str, str]:
     return {k[len("tag.") :]: v for k, v in (props or {}).items() if k.startswith("tag.")}
 
 
-def _like_match(value: str, pattern: str | None) -> bool:
-    if not pattern:
-        return True
-    import re
-
-    rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(rx, value, flags=re.IGNORECASE) is not None
-
-
 def _like_filter(values: list[str], pattern: str | None) -> list[str]:
-    return [v for v in values if _like_match(v, pattern)]
+    return [v for v in values if like_match(v, pattern)]
