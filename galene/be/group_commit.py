@@ -13,6 +13,10 @@ the merged transaction is visible. A group closes after the table's
 `group_commit_interval_ms` or once it holds `group_commit_data_bytes`; it is then written
 as ONE rowset per tablet and committed once, and its WAL file deleted.
 
+Small unlabelled CSV loads into a one-partition table (the traffic of logging and IoT
+clients) take the `SmallLoadLane`: those that arrive together share one parse, one pass of
+enrolment and one WAL record + fsync, so a load costs little more than its HTTP request.
+
 Client labels (beyond Doris, which refuses them with group commit): after its rows are
 durable, a labelled load reserves its label for the group's transaction at the FE (one
 journaled op). A label the FE already knows answers `Label Already Exists` (RUNNING while
@@ -31,7 +35,6 @@ a normal group, under the same label; group-commit loads wait until this is done
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 import uuid
@@ -41,6 +44,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from galene.be.batch_parse import BATCH_PARSE_INLINE_MAX, BATCH_PARSE_MAX_BODY, batch_key, parse_together
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
 from galene.be.routing import route_rows
@@ -51,7 +55,7 @@ from galene.be.stream_load import (
     read_and_parse,
     read_body,
 )
-from galene.be.wal import WalFile, WalWriter, encode_record, list_wal_files, read_wal, wal_dir, wal_file_name
+from galene.be.wal import WalFile, WalWriter, list_wal_files, read_wal, wal_dir, wal_file_name
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
@@ -210,136 +214,43 @@ class Group:
 
 _PENDING = object()  # a label whose load is between its checks and joining a group
 
-# Small plain-CSV bodies of one table that arrive together are parsed as ONE body and split
-# back by row counts: pyarrow's reader has a fixed cost per call far above the cost of a
-# few rows, and small loads arrive many at a time. Bodies up to this size take part ...
-BATCH_PARSE_MAX_BODY = 64 << 10
-# ... and a combined body this big or bigger is parsed in a worker thread.
-BATCH_PARSE_INLINE_MAX = 256 << 10
-
-
-def _batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
-    """What loads must share to be parsed together, or None when this body must be parsed
-    alone: only plain CSV with \n lines whose row count is plain to see (no empty lines, no
-    CR, which pyarrow also treats as a line end)."""
-    if (
-        opts.format != "csv"
-        or opts.line_delimiter != b"\n"
-        or opts.enclose
-        or opts.escape
-        or opts.trim_double_quotes
-        or opts.skip_lines
-        or opts.compress_type
-        or opts.needs_transform
-        or opts.merge_type != "APPEND"
-        or opts.sequence_col
-        or not body
-        or body.startswith(b"\n")
-        or b"\n\n" in body
-        or b"\r" in body
-    ):
-        return None
-    columns = tuple(opts.columns) if opts.columns else None
-    return (
-        id(table),
-        opts.column_separator,
-        columns,
-        opts.strict_mode,
-        opts.empty_field_as_null,
-        opts.timezone,
-    )
-
-
-def _rows_in(body: bytes) -> int:
-    return body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
-
-
-class BatchParser:
-    """Parses concurrent small bodies of one table together (see BATCH_PARSE_MAX_BODY).
-
-    A load joins the batch of its key; the batch is parsed on the next turn of the event
-    loop. Only a batch that parses cleanly (pyarrow's direct conversion, no rejected row,
-    one row per line) is split back; anything else is parsed body by body, so every load
-    gets exactly the counts and errors it would get alone.
-    """
-
-    def __init__(self) -> None:
-        self._waiting: dict[tuple, list[tuple[bytes, asyncio.Future]]] = {}
-
-    async def parse(self, body: bytes, table: Table, opts: LoadOptions, max_error_rows: int) -> ParsedBatch:
-        key = _batch_key(table, opts, body)
-        if key is None:
-            return parse_body(body, table, opts, max_error_rows)
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        waiting = self._waiting.get(key)
-        if waiting is None:
-            waiting = self._waiting[key] = []
-            loop.call_soon(lambda: _background_parse(self._run(key, table, opts, max_error_rows)))
-        waiting.append((body, fut))
-        return await fut
-
-    async def _run(self, key: tuple, table: Table, opts: LoadOptions, max_error_rows: int) -> None:
-        items = self._waiting.pop(key, [])
-        bodies = [b for b, _ in items]
-        split: list[ParsedBatch] | None = None
-        if len(items) > 1:
-            combined = b"".join(b if b.endswith(b"\n") else b + b"\n" for b in bodies)
-            counts = [_rows_in(b) for b in bodies]
-            try:
-                if len(combined) < BATCH_PARSE_INLINE_MAX:
-                    whole = parse_body(combined, table, opts, max_error_rows)
-                else:
-                    whole = await asyncio.to_thread(parse_body, combined, table, opts, max_error_rows)
-            except Exception:  # noqa: BLE001 - each body is parsed alone below and gets its own error
-                whole = None
-            total = sum(counts)
-            if (
-                whole is not None
-                and whole.num_total == total
-                and whole.data.num_rows == total
-                and not whole.num_filtered
-                and not whole.num_unselected
-                and not whole.errors
-            ):
-                split, start = [], 0
-                for n in counts:
-                    split.append(ParsedBatch(data=whole.data.slice(start, n), num_total=n, num_filtered=0))
-                    start += n
-        for i, (body, fut) in enumerate(items):
-            if fut.done():
-                continue  # the load was cancelled
-            if split is not None:
-                fut.set_result(split[i])
-                continue
-            try:
-                fut.set_result(parse_body(body, table, opts, max_error_rows))
-            except Exception as e:  # noqa: BLE001 - the load's own parse error
-                fut.set_exception(e)
-
-
-_PARSE_TASKS: set[asyncio.Task] = set()  # strong references until done
-
-
-def _background_parse(coro) -> None:
-    task = asyncio.ensure_future(coro)
-    _PARSE_TASKS.add(task)
-    task.add_done_callback(_PARSE_TASKS.discard)
-
 
 class TableInfoCache:
-    """Table structs by (db, table, user), for TABLE_INFO_TTL_S (auth is checked by the FE)."""
+    """Table structs by (db, table, user, password), for TABLE_INFO_TTL_S (the FE checks auth).
+
+    Concurrent misses of one key share one FE call: when an entry expires under load, the
+    many loads in flight would otherwise all ask the FE at once.
+    """
 
     def __init__(self, manager: GroupCommitManager):
         self.manager = manager
         self._entries: dict[tuple, tuple[float, Table]] = {}
+        self._inflight: dict[tuple, asyncio.Future] = {}
 
     async def get(self, db: str, table: str, user: str, password: str) -> Table:
-        key = (db, table, user, hashlib.sha256(password.encode()).hexdigest())
+        key = (db, table, user, password)
         hit = self._entries.get(key)
-        now = time.monotonic()
-        if hit is not None and hit[0] > now:
+        if hit is not None and hit[0] > time.monotonic():
             return hit[1]
+        inflight = self._inflight.get(key)
+        if inflight is not None:
+            return await asyncio.shield(inflight)
+        fut = self._inflight[key] = asyncio.get_running_loop().create_future()
+        try:
+            found = await self._fetch(db, table, user, password)
+        except BaseException as e:
+            fut.set_exception(e if isinstance(e, Exception) else LoadError("table lookup cancelled"))
+            fut.exception()  # retrieved: there may be no other waiter
+            raise
+        finally:
+            del self._inflight[key]
+        fut.set_result(found)
+        if len(self._entries) > 4096:
+            self._entries.clear()
+        self._entries[key] = (time.monotonic() + TABLE_INFO_TTL_S, found)
+        return found
+
+    async def _fetch(self, db: str, table: str, user: str, password: str) -> Table:
         body = await self.manager.fe(
             "/api/_internal/table_info", {"db": db, "table": table, "user": user, "password": password}
         )
@@ -347,11 +258,7 @@ class TableInfoCache:
             raise LoadError(
                 body.get("message", "table lookup failed"), status=body.get("load_status", "Fail")
             )
-        found = msgspec.convert(body["table"], Table)
-        if len(self._entries) > 4096:
-            self._entries.clear()
-        self._entries[key] = (now + TABLE_INFO_TTL_S, found)
-        return found
+        return msgspec.convert(body["table"], Table)
 
 
 class GroupCommitQueue:
@@ -424,6 +331,167 @@ class GroupCommitQueue:
                         del self.pending_labels[label]
 
 
+# Under load, batches of small loads of one table start at least this far apart.
+LANE_SPACING_S = 0.002
+
+
+@dataclass
+class LaneOutcome:
+    """What the SmallLoadLane did with one load."""
+
+    parsed_at: float  # time.monotonic() when its batch was parsed
+    batch: ParsedBatch | None = None
+    error: Exception | None = None  # the load failed (nothing of it is loaded)
+    error_url: str | None = None
+    group: Group | None = None
+    in_wal: bool = False  # False for sync_mode (or async_mode while the WAL is over its limit)
+
+
+@dataclass
+class _LaneLoad:
+    body: bytes
+    opts: LoadOptions
+    async_mode: bool
+    fut: asyncio.Future  # -> LaneOutcome; cancelled when the load gave up waiting
+
+
+class SmallLoadLane:
+    """Small unlabelled CSV loads of one table, handled a batch at a time.
+
+    Thousands of ~1 KB loads a second would each pay a pyarrow call, a group enrolment, a
+    WAL record and an fsync wait of their own; here the loads that arrive while the previous
+    batch is being handled wait together and then share one parse (`batch_parse`), one pass
+    of enrolment, and one WAL record + fsync per group. The per-load work left is the HTTP
+    request and its reply. Each load still gets exactly its own counts, errors and
+    max_filter_ratio verdict, and is acknowledged (async_mode) only once its rows are fsynced.
+    """
+
+    def __init__(self, manager: GroupCommitManager):
+        self.manager = manager
+        self._waiting: dict[tuple, list[_LaneLoad]] = {}
+        self._running: set[tuple] = set()
+        self._last_start: dict[tuple, float] = {}
+
+    async def submit(
+        self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
+    ) -> LaneOutcome:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, []).append(_LaneLoad(body, opts, async_mode, fut))
+        if key not in self._running:
+            self._running.add(key)
+            self.manager.spawn(self._run(key, table), "group-commit-lane")
+        return await fut
+
+    async def _run(self, key: tuple, table: Table) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                # Batches of one key start at least LANE_SPACING_S apart: under load the
+                # loads of that window share one batch; on an idle table nothing waits.
+                wait = self._last_start.get(key, 0.0) + LANE_SPACING_S - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self._last_start[key] = loop.time()
+                loads = [x for x in self._waiting.pop(key, []) if not x.fut.done()]
+                if not loads:
+                    return
+                try:
+                    await self._handle(table, loads)
+                except Exception as e:
+                    log.exception("group commit: a batch of small loads failed")
+                    for x in loads:
+                        _settle(x, LaneOutcome(parsed_at=time.monotonic(), error=e))
+        except asyncio.CancelledError:  # the BE is stopping: nobody waits forever
+            for x in self._waiting.pop(key, []):
+                _settle(
+                    x,
+                    LaneOutcome(parsed_at=time.monotonic(), error=LoadError("[CANCELLED]the BE is stopping")),
+                )
+            raise
+        finally:
+            self._running.discard(key)
+            if len(self._last_start) > 4096:
+                self._last_start.clear()
+
+    async def _handle(self, table: Table, loads: list[_LaneLoad]) -> None:
+        manager = self.manager
+        be = manager.be
+        bodies = [x.body for x in loads]
+        opts = loads[0].opts  # the batch key makes the parsing options the same
+        # In a worker thread: pyarrow releases the GIL, so the parse overlaps the event
+        # loop's HTTP work.
+        results = await asyncio.to_thread(parse_together, bodies, table, opts, be.max_error_rows)
+        parsed_at = time.monotonic()
+        queue = manager.queue(table)
+        by_group: dict[int, tuple[Group, list[tuple[_LaneLoad, Entry, LaneOutcome]]]] = {}
+        for x, result in zip(loads, results, strict=True):
+            out = LaneOutcome(parsed_at=parsed_at)
+            if isinstance(result, Exception):
+                out.error = result
+                _settle(x, out)
+                continue
+            out.batch = result
+            if result.errors:
+                out.error_url = be.error_log.save(new_label(), 0, result.errors[: be.max_error_rows])
+            if filter_ratio_exceeded(
+                result.num_total, result.num_filtered, result.num_unselected, x.opts.max_filter_ratio
+            ):
+                out.error = LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+                _settle(x, out)
+                continue
+            if x.fut.done():  # the load gave up waiting (timeout, client gone): not loaded
+                continue
+            out.in_wal = x.async_mode and manager.wal_bytes + len(x.body) <= manager.wal_limit
+            if x.async_mode and not out.in_wal:
+                log.warning("group commit WAL over its limit (%d bytes): sync_mode", manager.wal_limit)
+            entry = Entry(
+                data=result.data,
+                sub_label=None,
+                in_wal=out.in_wal,
+                ready=asyncio.get_running_loop().create_future(),
+                nbytes=len(x.body),
+            )
+            try:
+                group = await queue.enroll(entry, table)
+            except Exception as e:  # noqa: BLE001 - e.g. the FE did not answer the group's begin
+                entry.ready.set_result(False)
+                out.error = e
+                _settle(x, out)
+                continue
+            out.group = group
+            by_group.setdefault(id(group), (group, []))[1].append((x, entry, out))
+        for group, members in by_group.values():
+            for x, entry, out in members:
+                if not entry.in_wal:  # sync_mode: its rows wait in memory for the group's commit
+                    entry.ready.set_result(True)
+                    _settle(x, out)
+            logged = [m for m in members if m[1].in_wal]
+            if logged:
+                # The WAL write runs on its own so the next batch is parsed meanwhile; writes
+                # of one group still share fsyncs (WalWriter).
+                manager.spawn(self._log(group, logged), "group-commit-lane-wal")
+
+    async def _log(self, group: Group, members: list[tuple[_LaneLoad, Entry, LaneOutcome]]) -> None:
+        try:
+            await self.manager.append_wal(group, [entry for _, entry, _ in members])
+        except BaseException as e:
+            for x, entry, out in members:
+                entry.ready.set_result(False)
+                out.error = e if isinstance(e, Exception) else LoadError("[CANCELLED]the BE is stopping")
+                _settle(x, out)
+            if not isinstance(e, Exception):
+                raise
+            return
+        for x, entry, out in members:
+            entry.ready.set_result(True)
+            _settle(x, out)
+
+
+def _settle(load: _LaneLoad, outcome: LaneOutcome) -> None:
+    if not load.fut.done():
+        load.fut.set_result(outcome)
+
+
 class GroupCommitManager:
     """All group-commit state of one BE: queues per table, the WAL directory, recovery."""
 
@@ -434,7 +502,7 @@ class GroupCommitManager:
         self.wal_bytes = 0
         self.queues: dict[tuple[int, int], GroupCommitQueue] = {}
         self.tables = TableInfoCache(self)
-        self.parser = BatchParser()
+        self.lane = SmallLoadLane(self)
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
         self._tasks: set[asyncio.Task] = set()
         self._last_wal_id = 0
@@ -522,88 +590,127 @@ class GroupCommitManager:
         be = self.be
         client_label = (request.headers.get("label") or "").strip() or None
         reply = GroupCommitReply(label=client_label or "", client_label=client_label)
-        deadline = t0 + opts.timeout_s
         queue: GroupCommitQueue | None = None
         group: Group | None = None
         claimed = False
+        # One deadline (the load's `timeout`) over every wait of the load; `stage` names the
+        # wait it expired in. One scope, not one per await: each costs a timer handle.
+        stage = "group commit WAL recovery"
+        scope = asyncio.timeout(opts.timeout_s)
         try:
-            if not self.ready.is_set():
-                await _within(self.ready.wait(), deadline, "group commit WAL recovery")
-            table = await self.tables.get(db, table_name, auth[0], auth[1])
+            async with scope:
+                if not self.ready.is_set():
+                    await self.ready.wait()
+                stage = "looking up the table"
+                table = await self.tables.get(db, table_name, auth[0], auth[1])
 
-            t_read = time.monotonic()
-            batch, body_len = await _within(
-                self._read_and_parse(request, table, opts), deadline, "reading the body"
-            )
-            reply.load_bytes = body_len
-            reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
+                stage = "reading the body"
+                t_read = time.monotonic()
+                body = await self._small_body(request, table, client_label)
+                key = batch_key(table, opts, body) if body is not None else None
+                if key is not None:
+                    # The common case of logging/IoT clients: many small unlabelled CSV loads,
+                    # parsed, enrolled and written to the WAL a batch at a time (SmallLoadLane).
+                    assert body is not None
+                    outcome = await self.lane.submit(key, table, opts, body, mode == "async_mode")
+                    reply.load_bytes = len(body)
+                    reply.read_data_time_ms = int((outcome.parsed_at - t_read) * 1000)
+                    if outcome.batch is not None:
+                        reply.number_total_rows = outcome.batch.num_total
+                        reply.number_filtered_rows = outcome.batch.num_filtered
+                        reply.number_unselected_rows = outcome.batch.num_unselected
+                    reply.error_url = outcome.error_url
+                    if outcome.error is not None:
+                        raise outcome.error
+                    assert outcome.group is not None and outcome.batch is not None
+                    group = outcome.group
+                    kept = outcome.batch.data
+                    if not outcome.in_wal:
+                        mode = "sync_mode"  # the WAL was over its limit
+                    reply.label = group.label
+                    reply.txn_id = group.txn_id
+                    reply.write_data_time_ms = int((time.monotonic() - outcome.parsed_at) * 1000)
+                else:
+                    batch, body_len = await self._read_and_parse(request, table, opts, body)
+                    reply.load_bytes = body_len
+                    reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)
 
-            t_write = time.monotonic()
-            if table.partition_type == "UNPARTITIONED" and len(table.partitions) == 1:
-                # Every row fits the one partition: tablets are chosen once, at the flush.
-                kept, routed_filtered, route_errors = batch.data, 0, []
-            else:
-                kept, routed_filtered, route_errors = await asyncio.to_thread(
-                    _route_for_group, table, batch, be.max_error_rows
-                )
-            filtered = batch.num_filtered + routed_filtered
-            reply.number_total_rows = batch.num_total
-            reply.number_filtered_rows = filtered
-            reply.number_unselected_rows = batch.num_unselected
-            errors = (list(batch.errors) + route_errors)[: be.max_error_rows]
-            if errors:
-                reply.error_url = be.error_log.save(client_label or new_label(), 0, errors)
-            if filter_ratio_exceeded(batch.num_total, filtered, batch.num_unselected, opts.max_filter_ratio):
-                raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
-            if batch.num_total == 0 and body_len == 0:
-                raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
+                    t_write = time.monotonic()
+                    if table.partition_type == "UNPARTITIONED" and len(table.partitions) == 1:
+                        # Every row fits the one partition: tablets are chosen once, at the flush.
+                        kept, routed_filtered, route_errors = batch.data, 0, []
+                    else:
+                        kept, routed_filtered, route_errors = await asyncio.to_thread(
+                            _route_for_group, table, batch, be.max_error_rows
+                        )
+                    filtered = batch.num_filtered + routed_filtered
+                    reply.number_total_rows = batch.num_total
+                    reply.number_filtered_rows = filtered
+                    reply.number_unselected_rows = batch.num_unselected
+                    errors = (list(batch.errors) + route_errors)[: be.max_error_rows]
+                    if errors:
+                        reply.error_url = be.error_log.save(client_label or new_label(), 0, errors)
+                    if filter_ratio_exceeded(
+                        batch.num_total, filtered, batch.num_unselected, opts.max_filter_ratio
+                    ):
+                        raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+                    if batch.num_total == 0 and body_len == 0:
+                        raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 
-            kept_bytes = kept.nbytes
-            if mode == "async_mode" and self.wal_bytes + kept_bytes > self.wal_limit:
-                # Doris: short of WAL space, group commit answers after the commit instead.
-                log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
-                mode = "sync_mode"
+                    # The body's size stands for the rows' size in the group and WAL accounting:
+                    # Table.nbytes walks every buffer of a slice and cost more than parsing.
+                    kept_bytes = body_len
+                    if mode == "async_mode" and self.wal_bytes + kept_bytes > self.wal_limit:
+                        # Doris: short of WAL space, group commit answers after the commit instead.
+                        log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
+                        mode = "sync_mode"
 
-            queue = self.queue(table)
-            if client_label is not None:
-                holder = queue.pending_labels.get(client_label)
-                if holder is not None:
-                    raise LabelUsed(client_label, 0 if holder is _PENDING else holder.txn_id, "RUNNING")
-                queue.pending_labels[client_label] = _PENDING
-                claimed = True
-                await self.check_label(table, client_label)
+                    queue = self.queue(table)
+                    if client_label is not None:
+                        holder = queue.pending_labels.get(client_label)
+                        if holder is not None:
+                            raise LabelUsed(
+                                client_label, 0 if holder is _PENDING else holder.txn_id, "RUNNING"
+                            )
+                        queue.pending_labels[client_label] = _PENDING
+                        claimed = True
+                        stage = "checking the label"
+                        await self.check_label(table, client_label)
 
-            entry = Entry(
-                data=kept,
-                sub_label=client_label,
-                in_wal=mode == "async_mode",
-                ready=asyncio.get_running_loop().create_future(),
-                nbytes=kept_bytes,
-            )
-            try:
-                group = await _within(queue.enroll(entry, table), deadline, "opening a group")
-            except BaseException:
-                entry.ready.set_result(False)
-                raise
-            reply.label = group.label
-            reply.txn_id = group.txn_id
-            if client_label is not None:
-                queue.pending_labels[client_label] = group
-                group.labels.add(client_label)
-            durable = False
-            try:
-                if entry.in_wal:
-                    await self.append_wal(group, entry)
-                if client_label is not None:
-                    await self.reserve(group, client_label)
-                durable = True
-            finally:
-                entry.ready.set_result(durable)
-            reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
+                    entry = Entry(
+                        data=kept,
+                        sub_label=client_label,
+                        in_wal=mode == "async_mode",
+                        ready=asyncio.get_running_loop().create_future(),
+                        nbytes=kept_bytes,
+                    )
+                    stage = "opening a group"
+                    try:
+                        group = await queue.enroll(entry, table)
+                    except BaseException:
+                        entry.ready.set_result(False)
+                        raise
+                    reply.label = group.label
+                    reply.txn_id = group.txn_id
+                    if client_label is not None:
+                        queue.pending_labels[client_label] = group
+                        group.labels.add(client_label)
+                    durable = False
+                    stage = "writing the WAL"
+                    try:
+                        if entry.in_wal:
+                            await self.append_wal(group, [entry])
+                        if client_label is not None:
+                            await self.reserve(group, client_label)
+                        durable = True
+                    finally:
+                        entry.ready.set_result(durable)
+                    reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
 
-            if mode == "sync_mode":
-                assert group.done is not None
-                reply.txn_id = await _within(asyncio.shield(group.done), deadline, "the merged commit")
+                if mode == "sync_mode":
+                    assert group.done is not None
+                    stage = "the merged commit"
+                    reply.txn_id = await asyncio.shield(group.done)
             reply.number_loaded_rows = kept.num_rows
             reply.status = "Success"
             reply.message = "OK"
@@ -617,7 +724,10 @@ class GroupCommitManager:
             reply.number_loaded_rows = 0
         except (GaleneError, TimeoutError) as e:
             reply.status = "Fail"
-            reply.message = getattr(e, "message", None) or f"[TIMEOUT]{e}"
+            if isinstance(e, TimeoutError) and scope.expired():
+                reply.message = f"[TIMEOUT]group commit load timed out while {stage}"
+            else:
+                reply.message = getattr(e, "message", None) or f"[TIMEOUT]{e}"
             reply.number_loaded_rows = 0
         except Exception as e:  # never let one load take the BE down
             log.exception("group commit load failed")
@@ -637,13 +747,29 @@ class GroupCommitManager:
         reply.load_time_ms = int((time.monotonic() - t0) * 1000)
         return reply
 
-    async def _read_and_parse(self, request, table: Table, opts: LoadOptions) -> tuple[ParsedBatch, int]:
-        be = self.be
+    async def _small_body(self, request, table: Table, client_label: str | None) -> bytes | None:
+        """The body, read, when this load may go through the SmallLoadLane (small, unlabelled,
+        into a table whose rows all fit its one partition); else None (the body is unread)."""
         declared = request.content_length
-        if declared is None or declared > BATCH_PARSE_MAX_BODY:
+        if (
+            client_label is not None
+            or declared is None
+            or declared > BATCH_PARSE_MAX_BODY
+            or table.partition_type != "UNPARTITIONED"
+            or len(table.partitions) != 1
+        ):
+            return None
+        return await read_body(request, self.be.max_body_bytes)
+
+    async def _read_and_parse(
+        self, request, table: Table, opts: LoadOptions, body: bytes | None
+    ) -> tuple[ParsedBatch, int]:
+        be = self.be
+        if body is None:
             return await read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows)
-        body = await read_body(request, be.max_body_bytes)
-        return await self.parser.parse(body, table, opts, be.max_error_rows), len(body)
+        if len(body) <= BATCH_PARSE_INLINE_MAX:
+            return parse_body(body, table, opts, be.max_error_rows), len(body)
+        return await asyncio.to_thread(parse_body, body, table, opts, be.max_error_rows), len(body)
 
     def queue(self, table: Table) -> GroupCommitQueue:
         key = (table.db_id, table.id)
@@ -664,18 +790,17 @@ class GroupCommitManager:
         self._last_wal_id = max(self._last_wal_id + 1, time.time_ns() // 1000)
         return self._last_wal_id
 
-    async def append_wal(self, group: Group, entry: Entry) -> None:
+    async def append_wal(self, group: Group, entries: list[Entry]) -> None:
+        """Append the entries' rows to the group's WAL; returns once they are fsynced."""
         if group.wal is None:
             path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(
                 self._next_wal_id(), group.label
             )
-            group.wal = WalWriter(path)
-        if entry.nbytes > 1 << 20:
-            record = await asyncio.to_thread(encode_record, group.label, entry.sub_label, entry.data)
-        else:
-            record = encode_record(group.label, entry.sub_label, entry.data)
-        await group.wal.append(record)
-        self.wal_bytes += len(record)
+            group.wal = WalWriter(path, on_grow=self._wal_grew)
+        await group.wal.append_rows(group.label, [(e.sub_label, e.data) for e in entries])
+
+    def _wal_grew(self, nbytes: int) -> None:
+        self.wal_bytes += nbytes
 
     async def check_label(self, table: Table, label: str) -> None:
         """Answer a retry of a known label before writing its rows anywhere (read-only)."""
@@ -907,13 +1032,3 @@ def _align(data: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             columns.append(pa.nulls(data.num_rows, f.type))
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-async def _within(aw, deadline: float, what: str):
-    # asyncio.timeout, not wait_for: wait_for wraps every await in a new task, a cost each
-    # small load paid several times over.
-    try:
-        async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
-            return await aw
-    except TimeoutError:
-        raise LoadError(f"[TIMEOUT]group commit load timed out while {what}") from None

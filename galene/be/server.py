@@ -18,7 +18,7 @@ from aiohttp import web
 from galene import __version__
 from galene.be.error_log import ErrorLogStore
 from galene.be.group_commit import GroupCommitManager
-from galene.be.stream_load import execute_stream_load
+from galene.be.stream_load import execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
 from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
@@ -145,7 +145,7 @@ class BeServer:
         self.metrics.inc("galene_be_stream_load_rows_total", reply.number_loaded_rows)
         if reply.status not in ("Success", "Publish Timeout"):
             self.metrics.inc("galene_be_stream_load_failures_total")
-        return web.Response(text=reply.to_json(), content_type="application/json")
+        return web.Response(body=reply.to_json(), content_type="application/json", charset="utf-8")
 
     async def handle_stream_load_2pc(self, request: web.Request) -> web.Response:
         return await handle_be_2pc(self, request)
@@ -193,8 +193,7 @@ class BeServer:
 
     async def handle_noop_load(self, request: web.Request) -> web.Response:
         """Reads the body and answers a fixed JSON: the ceiling of this HTTP stack (bench/streamload_small.py)."""
-        async for _ in request.content.iter_chunked(1 << 20):
-            pass
+        await read_body(request, self.max_body_bytes)  # as a stream load reads its body
         return web.Response(text=_NOOP_REPLY, content_type="application/json")
 
     async def handle_health(self, request: web.Request) -> web.Response:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import time
 import uuid
@@ -91,9 +90,11 @@ class StreamLoadReply:
         d.update(self.extra)
         return d
 
-    def to_json(self) -> str:
-        # Doris' BE appends a newline to the JSON body.
-        return json.dumps(self.to_dict(), indent=4) + "\n"
+    def to_json(self) -> bytes:
+        # Doris' BE appends a newline to the JSON body. msgspec writes the same text as
+        # json.dumps(indent=4) (UTF-8 instead of \u escapes) at a tenth of the cost, which
+        # counts at thousands of small loads a second.
+        return msgspec.json.format(msgspec.json.encode(self.to_dict()), indent=4) + b"\n"
 
 
 def parse_basic_auth(header: str | None) -> tuple[str, str] | None:
@@ -187,6 +188,14 @@ def _check_declared_size(request, max_bytes: int) -> None:
 async def read_body(request, max_bytes: int) -> bytes:
     """Read the whole request body (Content-Length or chunked), refusing more than max_bytes."""
     _check_declared_size(request, max_bytes)
+    content = request.content
+    if content.is_eof():
+        # The whole (small) body came with the headers: take it without the async iterator,
+        # a cost thousands of small loads a second pay.
+        body = content.read_nowait(-1)
+        if len(body) > max_bytes:
+            raise _too_big(str(len(body)), max_bytes)
+        return body
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.content.iter_chunked(1 << 20):
