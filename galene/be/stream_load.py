@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import time
 import uuid
@@ -94,7 +95,11 @@ class StreamLoadReply:
         # Doris' BE appends a newline to the JSON body. msgspec writes the same text as
         # json.dumps(indent=4) (UTF-8 instead of \u escapes) at a tenth of the cost, which
         # counts at thousands of small loads a second.
-        return msgspec.json.format(msgspec.json.encode(self.to_dict()), indent=4) + b"\n"
+        d = self.to_dict()
+        try:
+            return msgspec.json.format(msgspec.json.encode(d), indent=4) + b"\n"
+        except UnicodeEncodeError:  # a header that was not UTF-8 (e.g. the label) echoed back
+            return (json.dumps(d, indent=4) + "\n").encode()
 
 
 def parse_basic_auth(header: str | None) -> tuple[str, str] | None:
