@@ -331,10 +331,6 @@ class GroupCommitQueue:
                         del self.pending_labels[label]
 
 
-# Under load, batches of small loads of one table start at least this far apart.
-LANE_SPACING_S = 0.002
-
-
 @dataclass
 class LaneOutcome:
     """What the SmallLoadLane did with one load."""
@@ -370,7 +366,6 @@ class SmallLoadLane:
         self.manager = manager
         self._waiting: dict[tuple, list[_LaneLoad]] = {}
         self._running: set[tuple] = set()
-        self._last_start: dict[tuple, float] = {}
 
     async def submit(
         self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
@@ -383,15 +378,8 @@ class SmallLoadLane:
         return await fut
 
     async def _run(self, key: tuple, table: Table) -> None:
-        loop = asyncio.get_running_loop()
         try:
             while True:
-                # Batches of one key start at least LANE_SPACING_S apart: under load the
-                # loads of that window share one batch; on an idle table nothing waits.
-                wait = self._last_start.get(key, 0.0) + LANE_SPACING_S - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                self._last_start[key] = loop.time()
                 loads = [x for x in self._waiting.pop(key, []) if not x.fut.done()]
                 if not loads:
                     return
@@ -410,8 +398,6 @@ class SmallLoadLane:
             raise
         finally:
             self._running.discard(key)
-            if len(self._last_start) > 4096:
-                self._last_start.clear()
 
     async def _handle(self, table: Table, loads: list[_LaneLoad]) -> None:
         manager = self.manager

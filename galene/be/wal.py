@@ -35,8 +35,6 @@ WAL_MAGIC = 0x47574C31  # "GWL1"
 _PREFIX = struct.Struct("<III")  # magic, payload length, crc32 of the payload
 _HEADER_LEN = struct.Struct("<I")
 MAX_RECORD_BYTES = (1 << 32) - 1
-# Minimum spacing of the fsyncs of one WAL file (group fsync; an append waits at most this).
-FSYNC_SPACING_S = 0.002
 
 
 @dataclass
@@ -242,8 +240,8 @@ def _fsync_dir(path: Path) -> None:
 class WalWriter:
     """Appends to one WAL file; an append returns once it is fsynced.
 
-    Appends that arrive while a write+fsync is running, or within FSYNC_SPACING_S of the
-    last one, are written together by the next (group fsync), and the rows appended with
+    Appends that arrive while a write+fsync is running are written together by the next
+    (group fsync), and the rows appended with
     `append_rows` are encoded there, in the worker thread, as ONE record per fsync: a small
     load pays neither an fsync nor an Arrow IPC encoding of its own. A failed write is
     truncated back to the last good offset so a later record never follows garbage; if even
@@ -257,7 +255,6 @@ class WalWriter:
         self._pending: list[tuple[object, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
         self._broken: BaseException | None = None
-        self._last_sync = 0.0
         self._on_grow = on_grow
 
     def _open(self) -> None:
@@ -321,16 +318,9 @@ class WalWriter:
         await fut
 
     async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
         while self._pending:
-            # Group fsync: writes+fsyncs start at least FSYNC_SPACING_S apart, and what
-            # arrives in between shares the next one. An fsync costs ~80 µs of CPU and
-            # ~200 µs of wall time here; without spacing, thousands of small loads a second
-            # would each pay one. A lone append on an idle WAL waits for nothing.
-            wait = self._last_sync + FSYNC_SPACING_S - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._last_sync = loop.time()
+            # Group fsync: what arrives while a write+fsync runs shares the next one (an
+            # fsync costs ~80 µs of CPU and 0.2-2 ms of wall time here).
             batch, self._pending = self._pending, []
             try:
                 grown = await asyncio.to_thread(self._write_sync, [item for item, _ in batch])
