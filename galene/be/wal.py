@@ -9,6 +9,9 @@ A record is
     payload = [header_len u32][header JSON][Arrow IPC stream bytes]
 all little-endian; crc32 (zlib) covers the payload. The header says which group the record
 belongs to (`label`), its row count and the client label (`sub_label`, may be null).
+A file is created with WAL_PREALLOCATE_BYTES of zeros (its size made durable once) and
+records are written in place with fdatasync, so an append does not change the file's size
+and does not wait for the filesystem journal; zeros after the last record are its clean end.
 An async load is acknowledged only after its record and every record before it in the file
 are fsynced, so a record that fails its checks at the end of a file (the process died while
 writing it) was never acknowledged and is discarded.
@@ -35,6 +38,8 @@ WAL_MAGIC = 0x47574C31  # "GWL1"
 _PREFIX = struct.Struct("<III")  # magic, payload length, crc32 of the payload
 _HEADER_LEN = struct.Struct("<I")
 MAX_RECORD_BYTES = (1 << 32) - 1
+# A WAL file is created with this much zeroed space, and grows by at least this much.
+WAL_PREALLOCATE_BYTES = 8 << 20
 
 
 @dataclass
@@ -145,7 +150,8 @@ def _decode_payload(payload: bytes) -> list[WalRecord]:
 def read_wal(path: str | os.PathLike) -> WalReadResult:
     """Every good record of a WAL file, in order.
 
-    A record is good when its magic, length and crc32 check out and its payload decodes. At
+    A record is good when its magic, length and crc32 check out and its payload decodes.
+    Zeros to the end of the file are the unused preallocated space (the clean end). At
     the first bad record: if its length field still points exactly at the next record's
     magic (or at the end of the file), only that record is skipped; otherwise the rest of
     the file is unreadable and is discarded as a torn tail.
@@ -158,6 +164,8 @@ def read_wal(path: str | os.PathLike) -> WalReadResult:
     torn = False
     n = len(raw)
     while pos < n:
+        if raw[pos] == 0 and raw.count(0, pos) == n - pos:
+            break  # the zeroed, preallocated rest of the file: the clean end
         if n - pos < _PREFIX.size:
             torn = True
             discarded += n - pos
@@ -256,15 +264,29 @@ class WalWriter:
         self._drainer: asyncio.Task | None = None
         self._broken: BaseException | None = None
         self._on_grow = on_grow
+        self._allocated = 0  # bytes of the file (records + zeroed preallocated space)
 
     def _open(self) -> None:
         if self._fd is None:
             created = not self.path.exists()
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            self.size = os.fstat(self._fd).st_size
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             if created:
+                self._allocated = 0
+                self._preallocate(WAL_PREALLOCATE_BYTES)
                 _fsync_dir(self.path.parent)  # the file's name must survive a crash too
+            else:  # appending to a file of an earlier run: after its last good record
+                self._allocated = os.fstat(self._fd).st_size
+                self.size = read_wal(self.path).valid_bytes
+
+    def _preallocate(self, nbytes: int) -> None:
+        """Reserve space (zeros) past the records, and make the new size durable once: the
+        fdatasync of each append then writes data blocks only, with no file-size change
+        for the filesystem journal to commit (and no wait behind other files' metadata)."""
+        assert self._fd is not None
+        os.posix_fallocate(self._fd, self._allocated, nbytes)
+        os.fsync(self._fd)
+        self._allocated += nbytes
 
     def _write_sync(self, items: list[object]) -> int:
         """Worker thread: encode pending rows, write everything, fsync; returns bytes written."""
@@ -282,21 +304,25 @@ class WalWriter:
         self._open()
         assert self._fd is not None
         start = self.size
+        data = b"".join(chunks)
         try:
-            data = b"".join(chunks)
+            if start + len(data) > self._allocated:
+                self._preallocate(max(WAL_PREALLOCATE_BYTES, start + len(data) - self._allocated))
             view = memoryview(data)
+            offset = start
             while view:
-                written = os.write(self._fd, view)
+                written = os.pwrite(self._fd, view, offset)
                 view = view[written:]
-            os.fsync(self._fd)
+                offset += written
+            os.fdatasync(self._fd)
             self.size = start + len(data)
             return len(data)
         except BaseException:
-            try:
-                os.ftruncate(self._fd, start)
-                os.fsync(self._fd)
-            except OSError as trunc_error:
-                self._broken = trunc_error
+            try:  # zero what may have been written: the reader stops cleanly at zeros
+                os.pwrite(self._fd, bytes(len(data)), start)
+                os.fdatasync(self._fd)
+            except OSError as undo_error:
+                self._broken = undo_error
             raise
 
     async def append(self, record: bytes) -> None:

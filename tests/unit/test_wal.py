@@ -12,6 +12,7 @@ import pytest
 
 from galene.be.wal import (
     WAL_MAGIC,
+    WAL_PREALLOCATE_BYTES,
     WalWriter,
     encode_record,
     list_wal_files,
@@ -46,9 +47,14 @@ def test_append_and_read_back_in_order(tmp_path):
         for i in range(6)
     ]
     _write(path, records)
-    assert path.stat().st_size == sum(len(r) for r in records)
+    # Records first, then the zeroed preallocated space (the clean end).
+    assert path.stat().st_size == WAL_PREALLOCATE_BYTES
+    assert path.read_bytes()[sum(len(r) for r in records) :].count(0) == WAL_PREALLOCATE_BYTES - sum(
+        len(r) for r in records
+    )
     result = read_wal(path)
     assert not result.torn_tail and result.discarded_bytes == 0
+    assert result.valid_bytes == sum(len(r) for r in records)
     assert [r.sub_label for r in result.records] == [None if i % 2 else f"client_{i}" for i in range(6)]
     assert [r.rows for r in result.records] == [3 + i for i in range(6)]
     for i, r in enumerate(result.records):
@@ -116,16 +122,16 @@ def test_failed_write_is_truncated_so_later_records_stay_readable(tmp_path, monk
     async def run():
         w = WalWriter(path)
         await w.append(encode_record("group_commit_f", "first", _batch(0, 2)))
-        real_fsync = __import__("os").fsync
+        real_fdatasync = __import__("os").fdatasync
         calls = {"n": 0}
 
-        def failing_fsync(fd):
+        def failing_fdatasync(fd):
             calls["n"] += 1
             if calls["n"] == 1:
                 raise OSError(28, "No space left on device")
-            return real_fsync(fd)
+            return real_fdatasync(fd)
 
-        monkeypatch.setattr("galene.be.wal.os.fsync", failing_fsync)
+        monkeypatch.setattr("galene.be.wal.os.fdatasync", failing_fdatasync)
         with pytest.raises(OSError):
             await w.append(encode_record("group_commit_f", "lost", _batch(2, 2)))
         await w.append(encode_record("group_commit_f", "third", _batch(4, 2)))
@@ -157,3 +163,18 @@ def test_list_wal_files_for_replay_oldest_first(tmp_path):
     ]
     assert all(len(read_wal(f.path).records) == 1 for f in found)
     assert list_wal_files(tmp_path / "missing") == []
+
+
+def test_partial_record_inside_preallocated_space_is_a_torn_tail(tmp_path):
+    # The process died while writing a record in place: its first bytes are there, the rest
+    # of the file is still the preallocated zeros. It was never acknowledged: discarded.
+    path = tmp_path / "1_group_commit_p"
+    good = [encode_record("group_commit_p", f"l{i}", _batch(i * 5, 5)) for i in range(2)]
+    _write(path, good)
+    torn = encode_record("group_commit_p", "torn", _batch(50, 40))
+    with open(path, "r+b") as f:
+        f.seek(sum(len(r) for r in good))
+        f.write(torn[: len(torn) // 2])
+    result = read_wal(path)
+    assert [r.sub_label for r in result.records] == ["l0", "l1"]
+    assert result.torn_tail and result.valid_bytes == sum(len(r) for r in good)
