@@ -34,9 +34,9 @@ log = logging.getLogger(__name__)
 
 def _table_doc(table) -> dict:
     """A table as the BE needs it: schema, layout, properties; not the data files."""
-    doc = msgspec.to_builtins(table)
-    doc["rowsets"] = []
-    return doc
+    # Replace before converting: a table with thousands of rowsets costs milliseconds of
+    # event-loop time to convert, several times a second under group commit.
+    return msgspec.to_builtins(msgspec.structs.replace(table, rowsets=[]))
 
 
 def password_hash(password: str) -> str:
@@ -275,9 +275,7 @@ class FeHttpApi:
                 timeout_s=int(p.get("timeout_s") or 0) or None,
                 backend_id=int(p.get("backend_id") or 0),
             )
-            table_doc = msgspec.to_builtins(table)
-            table_doc["rowsets"] = []  # the BE needs the schema and layout, not the data files
-            return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": table_doc}
+            return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
 
         return await self._internal(request, fn)
 
