@@ -13,11 +13,8 @@ from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
 from galene.catalog.model import Table
 
-# Bodies up to this size take part in batches ...
+# Bodies up to this size take part in batches.
 BATCH_PARSE_MAX_BODY = 64 << 10
-# ... and a batch up to this size is parsed on the event loop: a thread hop (and the GIL
-# hand-offs of the Python between pyarrow calls) costs more than parsing it.
-BATCH_PARSE_INLINE_MAX = 256 << 10
 
 
 def batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:

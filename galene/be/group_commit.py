@@ -44,7 +44,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from galene.be.batch_parse import BATCH_PARSE_INLINE_MAX, BATCH_PARSE_MAX_BODY, batch_key, parse_together
+from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key, parse_together
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
 from galene.be.routing import route_rows
@@ -753,9 +753,9 @@ class GroupCommitManager:
         be = self.be
         if body is None:
             return await read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows)
-        if len(body) <= BATCH_PARSE_INLINE_MAX:
-            return parse_body(body, table, opts, be.max_error_rows), len(body)
-        return await asyncio.to_thread(parse_body, body, table, opts, be.max_error_rows), len(body)
+        # A body `_small_body` read (at most BATCH_PARSE_MAX_BODY): cheaper to parse here than
+        # to hand to a thread.
+        return parse_body(body, table, opts, be.max_error_rows), len(body)
 
     def queue(self, table: Table) -> GroupCommitQueue:
         key = (table.db_id, table.id)

@@ -249,11 +249,11 @@ class WalWriter:
     """Appends to one WAL file; an append returns once it is fsynced.
 
     Appends that arrive while a write+fsync is running are written together by the next
-    (group fsync), and the rows appended with
-    `append_rows` are encoded there, in the worker thread, as ONE record per fsync: a small
-    load pays neither an fsync nor an Arrow IPC encoding of its own. A failed write is
-    truncated back to the last good offset so a later record never follows garbage; if even
-    that fails the writer refuses further appends. `on_grow(n)` learns of every n bytes written.
+    (group fsync), and the rows appended with `append_rows` are encoded there, in the worker
+    thread, as ONE record per fsync: a small load pays neither an fsync nor an Arrow IPC
+    encoding of its own. A failed write is zeroed again and the next one starts at the same
+    offset, so a later record never follows garbage; if even that fails the writer refuses
+    further appends. `on_grow(n)` learns of every n bytes written.
     """
 
     def __init__(self, path: Path, on_grow=None):
@@ -291,15 +291,17 @@ class WalWriter:
     def _write_sync(self, items: list[object]) -> int:
         """Worker thread: encode pending rows, write everything, fsync; returns bytes written."""
         chunks: list[bytes] = []
-        rows: list[_Rows] = []  # consecutive row appends of one label: one record
+        label = ""
+        parts: list[tuple[str | None, pa.Table]] = []  # consecutive row appends: one record
         for item in [*items, None]:
-            if isinstance(item, _Rows) and (not rows or rows[0].label == item.label):
-                rows.append(item)
+            if isinstance(item, _Rows):  # a writer's file belongs to one group: one label
+                label = item.label
+                parts.extend(item.parts)
                 continue
-            if rows:
-                chunks.extend(_encode_grouped(rows[0].label, [p for r in rows for p in r.parts]))
-                rows = [item] if isinstance(item, _Rows) else []
-            if isinstance(item, bytes):
+            if parts:
+                chunks.extend(_encode_grouped(label, parts))
+                parts = []
+            if item is not None:
                 chunks.append(item)
         self._open()
         assert self._fd is not None
