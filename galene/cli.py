@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -135,6 +136,11 @@ async def _serve(cfg: Config, role: str) -> None:
                 f"ALTER SYSTEM ADD BACKEND '{be.host}:{be.http_port}';",
                 flush=True,
             )
+        # Everything allocated so far (modules, Spark's py4j objects, the recovered catalog)
+        # lives as long as the process: keep it out of the cyclic GC's full collections,
+        # whose pauses otherwise grow with it and stall every in-flight request.
+        gc.collect()
+        gc.freeze()
         await stop.wait()
     finally:
         print("Galene stopping...", flush=True)

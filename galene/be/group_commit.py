@@ -57,6 +57,7 @@ from galene.be.stream_load import (
 )
 from galene.be.wal import WalFile, WalWriter, list_wal_files, read_wal, wal_dir, wal_file_name
 from galene.catalog.model import Rowset, Table
+from galene.common import threads
 from galene.common.errors import GaleneError, LoadError
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
 
@@ -210,9 +211,28 @@ class Group:
     labels: set[str] = field(default_factory=set)
     done: asyncio.Future | None = None  # result: the committed txn id
     timer: asyncio.TimerHandle | None = None
+    wal_id: int = 0  # orders the group's WAL file among the table's (replay order)
+    begun_at: float = 0.0  # time.monotonic() of its txn begin
 
 
 _PENDING = object()  # a label whose load is between its checks and joining a group
+
+# A spare group older than this is not used (its txn would time out at the FE meanwhile).
+SPARE_MAX_AGE_S = GROUP_TXN_TIMEOUT_S / 2
+
+
+def _spare_fits(group: Group, table: Table) -> bool:
+    """Whether a spare group, begun a while ago, may take the table's next loads: young
+    enough, and begun against the schema and properties the loads were parsed for."""
+    if time.monotonic() - group.begun_at > SPARE_MAX_AGE_S or group.table is None:
+        return False
+    return group.table.columns == table.columns and group.table.properties == table.properties
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """Done callback: mark a background task's failure as seen (it is handled elsewhere)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class TableInfoCache:
@@ -269,6 +289,10 @@ class GroupCommitQueue:
         self.db_id = db_id
         self.table_id = table_id
         self.current: Group | None = None
+        # The next group, begun ahead (txn + preallocated WAL file) while this one fills, so
+        # a group switch does not put an FE round trip, a journal fsync and a WAL file
+        # creation on the reply path of the loads that arrive then.
+        self.spare: asyncio.Task | None = None
         self._open_lock = asyncio.Lock()
         self._flush_lock = asyncio.Lock()
         # client label -> its group (or _PENDING): a second load with the same label on this
@@ -282,7 +306,7 @@ class GroupCommitQueue:
             if group is None or group.closed:
                 async with self._open_lock:
                     if self.current is None or self.current.closed:
-                        self.current = await self.manager.open_group(self, table)
+                        self.current = await self.manager.next_group(self, table)
                     group = self.current
             if group.closed:
                 continue
@@ -406,7 +430,7 @@ class SmallLoadLane:
         opts = loads[0].opts  # the batch key makes the parsing options the same
         # In a worker thread: pyarrow releases the GIL, so the parse overlaps the event
         # loop's HTTP work.
-        results = await asyncio.to_thread(parse_together, bodies, table, opts, be.max_error_rows)
+        results = await threads.run(threads.PARSE, parse_together, bodies, table, opts, be.max_error_rows)
         parsed_at = time.monotonic()
         queue = manager.queue(table)
         by_group: dict[int, tuple[Group, list[tuple[_LaneLoad, Entry, LaneOutcome]]]] = {}
@@ -492,6 +516,7 @@ class GroupCommitManager:
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
         self._tasks: set[asyncio.Task] = set()
         self._last_wal_id = 0
+        self._stopping = False
 
     # --- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -499,9 +524,13 @@ class GroupCommitManager:
 
     async def stop(self, flush_timeout_s: float = 10.0) -> None:
         """Flush open groups (bounded), then cancel what is left; WAL files stay for replay."""
+        self._stopping = True
         for queue in list(self.queues.values()):
             if queue.current is not None:
                 queue.close(queue.current)
+            spare, queue.spare = queue.spare, None
+            if spare is not None:
+                self.spawn(self._discard_when_ready(spare), "group-commit-spare-discard")
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=flush_timeout_s)
@@ -764,13 +793,61 @@ class GroupCommitManager:
             q = self.queues[key] = GroupCommitQueue(self, table.db_id, table.id)
         return q
 
-    async def open_group(self, queue: GroupCommitQueue, table: Table) -> Group:
-        group = Group(db_id=queue.db_id, table_id=queue.table_id, label=new_group_label(), table=table)
-        group.done = asyncio.get_running_loop().create_future()
-        await self._begin(group)
+    async def next_group(self, queue: GroupCommitQueue, table: Table) -> Group:
+        """The table's next open group: its spare when that is usable, else a new one; its
+        interval starts now, and the spare for the group after it is prepared meanwhile."""
+        spare, queue.spare = queue.spare, None
+        group = None
+        if spare is not None:
+            try:
+                group = await spare  # normally done long ago
+            except Exception as e:  # noqa: BLE001 - begin afresh below (which reports errors)
+                log.info("group commit: spare group of table %s unusable: %s", queue.table_id, e)
+            if group is not None and not _spare_fits(group, table):
+                self.spawn(self._discard_spare(group), "group-commit-spare-discard")
+                group = None
+        if group is None:
+            group = await self._prepare_group(queue, table, with_wal=False)
         assert group.table is not None
         group.timer = asyncio.get_running_loop().call_later(interval_s(group.table), queue.close, group)
+        if not self._stopping:
+            queue.spare = self.spawn(self._prepare_group(queue, table, with_wal=True), "group-commit-spare")
+            queue.spare.add_done_callback(_retrieve)
         return group
+
+    async def _prepare_group(self, queue: GroupCommitQueue, table: Table, with_wal: bool) -> Group:
+        """A new group with its txn begun (and, for a spare, its WAL file created)."""
+        group = Group(
+            db_id=queue.db_id,
+            table_id=queue.table_id,
+            label=new_group_label(),
+            table=table,
+            wal_id=self._next_wal_id(),
+        )
+        group.done = asyncio.get_running_loop().create_future()
+        await self._begin(group)
+        group.begun_at = time.monotonic()
+        if with_wal:
+            group.wal = self._wal_writer(group, spare=True)
+            try:
+                await threads.run(threads.WAL, group.wal.prepare)
+            except Exception:
+                await self._discard_spare(group)
+                raise
+        return group
+
+    async def _discard_when_ready(self, spare: asyncio.Task) -> None:
+        try:
+            group = await spare
+        except Exception:  # noqa: BLE001 - nothing was begun, or it was cleaned up already
+            return
+        await self._discard_spare(group)
+
+    async def _discard_spare(self, group: Group) -> None:
+        """Abort a spare group's txn and delete its (empty) WAL file."""
+        await self._abort(group.txn_id, "group commit: unused spare group")
+        if group.wal is not None:
+            await threads.run(threads.WAL, group.wal.delete)
 
     def _next_wal_id(self) -> int:
         self._last_wal_id = max(self._last_wal_id + 1, time.time_ns() // 1000)
@@ -779,11 +856,12 @@ class GroupCommitManager:
     async def append_wal(self, group: Group, entries: list[Entry]) -> None:
         """Append the entries' rows to the group's WAL; returns once they are fsynced."""
         if group.wal is None:
-            path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(
-                self._next_wal_id(), group.label
-            )
-            group.wal = WalWriter(path, on_grow=self._wal_grew)
+            group.wal = self._wal_writer(group)
         await group.wal.append_rows(group.label, [(e.sub_label, e.data) for e in entries])
+
+    def _wal_writer(self, group: Group, spare: bool = False) -> WalWriter:
+        path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
+        return WalWriter(path, on_grow=self._wal_grew, spare=spare)
 
     def _wal_grew(self, nbytes: int) -> None:
         self.wal_bytes += nbytes

@@ -32,6 +32,8 @@ import msgspec
 import pyarrow as pa
 from pyarrow import ipc
 
+from galene.common import threads
+
 log = logging.getLogger(__name__)
 
 WAL_MAGIC = 0x47574C31  # "GWL1"
@@ -208,6 +210,10 @@ def wal_file_name(wal_id: int, label: str) -> str:
     return f"{wal_id}_{label}"
 
 
+# Name suffix of a WAL file created ahead for a group that has taken no loads yet.
+SPARE_SUFFIX = ".spare"
+
+
 @dataclass
 class WalFile:
     path: Path
@@ -229,7 +235,7 @@ def list_wal_files(root: Path) -> list[WalFile]:
             if not table_dir.is_dir() or not table_dir.name.isdigit():
                 continue
             for f in table_dir.iterdir():
-                wal_id, sep, label = f.name.partition("_")
+                wal_id, sep, label = f.name.removesuffix(SPARE_SUFFIX).partition("_")
                 if not sep or not wal_id.isdigit() or not label or f.name.endswith(".tmp"):
                     continue
                 found.append(WalFile(f, int(db_dir.name), int(table_dir.name), int(wal_id), label))
@@ -256,8 +262,12 @@ class WalWriter:
     further appends. `on_grow(n)` learns of every n bytes written.
     """
 
-    def __init__(self, path: Path, on_grow=None):
-        self.path = path
+    def __init__(self, path: Path, on_grow=None, spare: bool = False):
+        # A spare (a file created ahead for a group that has no loads yet) carries
+        # SPARE_SUFFIX until its first append renames it; recovery reads both names alike,
+        # so the rename needs no directory fsync.
+        self.final_path = path
+        self.path = path.with_name(path.name + SPARE_SUFFIX) if spare else path
         self.size = 0
         self._fd: int | None = None
         self._pending: list[tuple[object, asyncio.Future]] = []
@@ -278,6 +288,11 @@ class WalWriter:
             else:  # appending to a file of an earlier run: after its last good record
                 self._allocated = os.fstat(self._fd).st_size
                 self.size = read_wal(self.path).valid_bytes
+
+    def prepare(self) -> None:
+        """Create (and preallocate) the file now, in a worker thread, ahead of the first
+        append: the file creation's fsyncs then stay off the reply path."""
+        self._open()
 
     def _preallocate(self, nbytes: int) -> None:
         """Reserve space (zeros) past the records, and make the new size durable once: the
@@ -305,6 +320,9 @@ class WalWriter:
                 chunks.append(item)
         self._open()
         assert self._fd is not None
+        if self.path != self.final_path:
+            os.rename(self.path, self.final_path)
+            self.path = self.final_path
         start = self.size
         data = b"".join(chunks)
         try:
@@ -351,7 +369,7 @@ class WalWriter:
             # fsync costs ~80 µs of CPU and 0.2-2 ms of wall time here).
             batch, self._pending = self._pending, []
             try:
-                grown = await asyncio.to_thread(self._write_sync, [item for item, _ in batch])
+                grown = await threads.run(threads.WAL, self._write_sync, [item for item, _ in batch])
             except BaseException as e:  # every waiter learns the failure
                 for _, fut in batch:
                     if not fut.done():

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from galene.be.wal import SPARE_SUFFIX
 from tests.galene_proc import GaleneProcess, auth_header
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,10 @@ class Cluster:
         return self.dir / "be" / "wal"
 
     def wal_files(self) -> list[Path]:
-        return sorted(p for p in self.wal_root.glob("*/*/*") if p.is_file()) if self.wal_root.exists() else []
+        """WAL files of groups that took loads (not the empty spare made ahead for the next group)."""
+        if not self.wal_root.exists():
+            return []
+        return sorted(p for p in self.wal_root.glob("*/*/*") if p.is_file() and p.suffix != SPARE_SUFFIX)
 
     def load(self, db: str, body: bytes, headers: dict[str, str], timeout: float = 30) -> dict:
         r = httpx.put(
@@ -136,6 +140,44 @@ def test_acknowledged_async_loads_survive_sigkill_and_torn_tail_is_dropped(clust
     retry = cluster.load(gdb, _body([10, 11, 12, 13], "load1"), {**HEADERS, "label": "k1"})
     assert retry["Status"] == "Label Already Exists" and retry["ExistingJobStatus"] == "FINISHED", retry
     assert cluster.fe.query("SELECT COUNT(*) FROM t", gdb)[0][0] == len(ids)
+
+
+def _spares(cluster: Cluster) -> list[Path]:
+    return sorted(cluster.wal_root.glob(f"*/*/*{SPARE_SUFFIX}")) if cluster.wal_root.exists() else []
+
+
+def _spare_label(path: Path) -> str:
+    return path.name.removesuffix(SPARE_SUFFIX).partition("_")[2]
+
+
+def test_next_group_is_begun_ahead_and_a_killed_spare_leaves_nothing(cluster, gdb):
+    _create(cluster, gdb, interval_ms=400)
+    first = cluster.load(gdb, _body([1, 2], "a"), HEADERS)
+    assert first["Status"] == "Success", first
+    deadline = time.monotonic() + 30
+    while not _spares(cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (spare,) = _spares(cluster)  # the next group: txn begun, WAL file made, no loads yet
+    assert _spare_label(spare) != first["Label"]
+    assert _wait_count(cluster, gdb, 2) == 2
+    second = cluster.load(gdb, _body([3, 4], "b"), HEADERS)
+    assert second["Status"] == "Success", second
+    assert second["Label"] == _spare_label(spare)  # the spare took the loads
+    assert not spare.exists()  # renamed into a WAL file proper at its first append
+    assert _wait_count(cluster, gdb, 4) == 4
+    while not _spares(cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _spares(cluster)
+    cluster.be.kill()  # with an unused spare on disk and its txn open at the FE
+    cluster.restart_be()
+    deadline = time.monotonic() + 60
+    while (_spares(cluster) or cluster.wal_files()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _spares(cluster) == [] and cluster.wal_files() == []
+    assert sorted(r[0] for r in cluster.fe.query("SELECT id FROM t", gdb)) == [1, 2, 3, 4]
+    third = cluster.load(gdb, _body([5], "c"), HEADERS)
+    assert third["Status"] == "Success", third
+    assert _wait_count(cluster, gdb, 5) == 5
 
 
 def test_wal_of_an_already_committed_group_is_not_replayed(cluster, gdb):
