@@ -675,13 +675,20 @@ class _Evaluator:
         unit = (unit_node.name if unit_node is not None else "DAY").upper()
         if isinstance(node, exp.DateSub):
             amount = pc.negate(amount)
+        was_date = pa.types.is_date(_t(value))
+        months_per_unit = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}.get(unit)
+        if months_per_unit is not None:
+            n = self.ctx.num_rows
+            micros = broadcast(pc.cast(_cast(value, pa.timestamp("us")), pa.int64()), n)
+            months = broadcast(pc.multiply(_cast(amount, pa.int64()), months_per_unit), n)
+            out = pc.cast(_add_months(micros, months), pa.timestamp("us"))
+            return pc.cast(out, pa.date32()) if was_date else out
         per_unit = {"WEEK": 7 * 86_400_000_000, "DAY": 86_400_000_000, "HOUR": 3_600_000_000,
                     "MINUTE": 60_000_000, "SECOND": 1_000_000}.get(unit)  # fmt: skip
         if per_unit is None:
             raise LoadError(
                 f"[INVALID_ARGUMENT]date arithmetic in {unit} units is not supported in load expressions"
             )
-        was_date = pa.types.is_date(_t(value))
         micros = pc.cast(_cast(value, pa.timestamp("us")), pa.int64())
         shifted = pc.add(micros, pc.multiply(_cast(amount, pa.int64()), per_unit))
         out = pc.cast(shifted, pa.timestamp("us"))
@@ -697,6 +704,47 @@ class _Evaluator:
 
     def current_timestamp(self, node) -> Value:
         return pa.scalar(self.ctx.now, pa.timestamp("us"))
+
+
+_DAY_US = 86_400_000_000
+
+
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _civil_from_days(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    z = z + 719468
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + np.where(mp < 10, 3, -9)
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+def _add_months(micros: pa.Array, months: pa.Array) -> pa.Array:
+    """Timestamps (µs) shifted by whole months; a day past the new month's end becomes its
+    last day, as Doris' months_add (2024-01-31 + 1 month = 2024-02-29)."""
+    valid = pc.and_(pc.is_valid(micros), pc.is_valid(months))
+    us = pc.fill_null(micros, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    shift = pc.fill_null(months, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    days = np.floor_divide(us, _DAY_US)
+    time_of_day = us - days * _DAY_US
+    y, m, d = _civil_from_days(days)
+    total = y * 12 + (m - 1) + shift
+    ny, nm = np.floor_divide(total, 12), np.mod(total, 12) + 1
+    month_len = _days_from_civil(ny + (nm == 12), np.mod(nm, 12) + 1, 1) - _days_from_civil(ny, nm, 1)
+    out = _days_from_civil(ny, nm, np.minimum(d, month_len)) * _DAY_US + time_of_day
+    return pa.array(out, pa.int64(), mask=~valid.to_numpy(zero_copy_only=False))
 
 
 def _nonzero(v: Value) -> Value:

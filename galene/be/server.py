@@ -14,11 +14,14 @@ import os
 import time
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_server import Server
 
 from galene import __version__
 from galene.be.error_log import ErrorLogStore
 from galene.be.group_commit import GroupCommitManager
-from galene.be.stream_load import execute_stream_load, read_body
+from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
 from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
@@ -117,7 +120,7 @@ class BeServer:
                 web.get("/api/_tasks", tasks_dump_handler),
             ]
         )
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        self._runner = _BeAppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.http_port)
         self.http_port = sock.getsockname()[1]
@@ -201,3 +204,38 @@ class BeServer:
 
     async def handle_metrics(self, request: web.Request) -> web.Response:
         return web.Response(text=self.metrics.render(), content_type="text/plain")
+
+
+# Doris' BE text for a request that declares both body framings (its stream-load checks run
+# on the headers; aiohttp's parser refuses such a request before any handler).
+BOTH_FRAMINGS_MESSAGE = "[INTERNAL_ERROR]please do not set both content_length and transfer-encoding"
+
+
+class _DorisErrorRequestHandler(RequestHandler):
+    """aiohttp's per-connection handler, except that a request with both Content-Length and
+    Transfer-Encoding gets Doris' JSON stream-load failure instead of a plain-text 400 (the
+    connection is still closed: its body framing is ambiguous)."""
+
+    def handle_error(self, request, status=500, exc=None, message=None):
+        if (
+            isinstance(exc, BadHttpMessage)
+            and "Transfer-Encoding" in str(exc)
+            and "Content-Length" in str(exc)
+        ):
+            reply = StreamLoadReply(status="Fail", message=BOTH_FRAMINGS_MESSAGE)
+            resp = web.Response(status=200, body=reply.to_json(), content_type="application/json")
+            resp.force_close()
+            return resp
+        return super().handle_error(request, status, exc, message)
+
+
+class _BeServer(Server):
+    def __call__(self) -> RequestHandler:
+        return _DorisErrorRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class _BeAppRunner(web.AppRunner):
+    async def _make_server(self) -> Server:
+        server = await super()._make_server()
+        server.__class__ = _BeServer  # same state, our handler class per connection
+        return server

@@ -17,9 +17,9 @@ from decimal import Decimal, InvalidOperation
 import msgspec
 from sqlglot import exp
 
-from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
+from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Partition, Table
 from galene.common.errors import AnalysisError
-from galene.common.types import ColumnType, TypeError_, make_type
+from galene.common.types import ColumnType, TypeError_, make_type, parse_type
 from galene.sql.dialect import (
     AggregationColumnConstraint,
     Galene,
@@ -150,9 +150,36 @@ def _check_names(columns: list[Column]) -> None:
         lower = c.name.lower()
         if lower in seen:
             raise AnalysisError(f"Duplicate column name '{c.name}'")
-        if lower == DELETE_SIGN.lower():
+        if lower in (DELETE_SIGN.lower(), SEQUENCE_COL.lower()):
             raise AnalysisError(f"Column name '{c.name}' is reserved")
         seen.add(lower)
+
+
+def _add_sequence_column(keys_type: str, cols: list[Column], properties: dict[str, str]) -> None:
+    """Check the sequence properties of a UNIQUE table; `function_column.sequence_type`
+    adds Doris' hidden sequence column (loads fill it from `function_column.sequence_col`)."""
+    seq_col = properties.get("function_column.sequence_col")
+    seq_type = properties.get("function_column.sequence_type")
+    if seq_col is None and seq_type is None:
+        return
+    if keys_type != "UNIQUE_KEYS":
+        raise AnalysisError("sequence column only support UNIQUE_KEYS")
+    if seq_col is not None and seq_type is not None:
+        raise AnalysisError("The sequence_col and sequence_type cannot be set at the same time")
+    if seq_col is not None:
+        col = next((c for c in cols if c.name.lower() == seq_col.lower()), None)
+        if col is None:
+            raise AnalysisError(f"The specified sequence column[{seq_col}] not exists")
+        ctype = col.type
+    else:
+        try:
+            ctype = parse_type(seq_type or "")
+        except TypeError_ as e:
+            raise AnalysisError(str(e)) from None
+    if not (ctype.is_integer or ctype.name in ("DATE", "DATETIME")):
+        raise AnalysisError("sequence type only support integer types and datetime types")
+    if seq_col is None:
+        cols.append(Column(name=SEQUENCE_COL, type=ctype, nullable=True, hidden=True))
 
 
 def _default_dup_keys(columns: list[Column]) -> list[str]:
@@ -566,6 +593,7 @@ def table_from_create(
             partitions = _list_partitions(nodes, pcols, alloc_partition)
 
     properties = property_dict(generic)
+    _add_sequence_column(keys_type, cols, properties)
     if "replication_allocation" not in properties:
         replicas = properties.get("replication_num", "1")
         properties["replication_allocation"] = f"tag.location.default: {replicas}"

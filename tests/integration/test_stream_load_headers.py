@@ -14,6 +14,7 @@ import uuid
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 
 def _label() -> str:
@@ -211,6 +212,48 @@ def test_merge_type_delete_and_merge_with_sequence_column(galene, db):
     )
     assert merged["Status"] == "Success", merged
     assert galene.query("SELECT k, v FROM u ORDER BY k", db) == [(1, "new"), (2, "b2"), (5, "e")]
+
+
+def test_sequence_type_table_keeps_the_highest_sequence_in_a_hidden_column(galene, db):
+    galene.query(
+        "CREATE TABLE s (k INT, v VARCHAR(10), ts DATE) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2 "
+        "PROPERTIES ('function_column.sequence_type' = 'Date')",
+        db,
+    )
+    h = {"column_separator": ",", "function_column.sequence_col": "ts"}
+    first = _load(galene, db, "s", b"1,new,2024-05-01\n1,old,2024-01-01\n2,b,2024-01-01\n", h)
+    assert first["Status"] == "Success", first
+    # An older sequence value does not replace the row; a newer one does.
+    later = _load(galene, db, "s", b"1,stale,2024-03-01\n2,b2,2024-02-01\n", h)
+    assert later["Status"] == "Success", later
+    assert galene.query("SELECT k, v FROM s ORDER BY k", db) == [(1, "new"), (2, "b2")]
+    # The hidden column is not shown by SELECT * or DESC.
+    assert [len(r) for r in galene.query("SELECT * FROM s", db)] == [3, 3]
+    assert "__DORIS_SEQUENCE_COL__" not in str(galene.query("DESC s", db))
+    # Doris needs the mapping on every load of such a table.
+    missing = _load(galene, db, "s", b"3,c,2024-01-01\n", {"column_separator": ","})
+    assert missing["Status"] == "Fail"
+    assert "need to specify the sequence column" in missing["Message"]
+    assert galene.query("SELECT count(*) FROM s", db)[0][0] == 2
+
+
+def test_sequence_properties_are_checked_at_create(galene, db):
+    bad = [
+        ("DUPLICATE KEY(k)", "('function_column.sequence_type' = 'int')"),
+        ("UNIQUE KEY(k)", "('function_column.sequence_type' = 'varchar(10)')"),
+        ("UNIQUE KEY(k)", "('function_column.sequence_col' = 'nope')"),
+    ]
+    for keys, props in bad:
+        with pytest.raises(Exception, match="sequence"):
+            galene.query(
+                f"CREATE TABLE x (k INT, v INT) {keys} DISTRIBUTED BY HASH(k) BUCKETS 1 PROPERTIES {props}",
+                db,
+            )
+    with pytest.raises(Exception, match="reserved"):
+        galene.query(
+            "CREATE TABLE x (k INT, __DORIS_SEQUENCE_COL__ INT) UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1",
+            db,
+        )
 
 
 def test_merge_type_errors_use_doris_texts(galene, db):

@@ -104,6 +104,18 @@ def test_conditionals_predicates_and_casts(text, expected):
         ("datediff(d, '2024-01-01')", [4, -1, None]),
         ("d > '2024-01-01'", [True, False, None]),
         ("days_add(cast(d as date), 2)", [dt.date(2024, 1, 7), dt.date(2024, 1, 2), None]),
+        ("date_add(cast(d as date), interval 1 month)", [dt.date(2024, 2, 5), dt.date(2024, 1, 31), None]),
+        ("months_add(concat('2024-01-3', n), 1)", [None, None, None]),  # day 35, -7, 312: no dates
+        (
+            "date_add('2024-01-31', interval n month)",
+            [dt.datetime(2024, 6, 30), dt.datetime(2023, 6, 30), dt.datetime(2025, 1, 31)],
+        ),
+        (
+            "date_sub(d, interval 1 year)",
+            [dt.datetime(2023, 1, 5), dt.datetime(2022, 12, 31, 10, 11, 12), None],
+        ),
+        ("date_add(cast('2024-02-29' as date), interval 1 year)", [dt.date(2025, 2, 28)] * 3),
+        ("date_add(cast(d as date), interval 1 quarter)", [dt.date(2024, 4, 5), dt.date(2024, 3, 31), None]),
     ],
 )
 def test_date_functions(text, expected):

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from galene.be.load_options import LoadOptions
-from galene.be.parse import parse_body
+from galene.be.parse import INVALID_UTF8_MAX_ROWS, parse_body
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
 from galene.common.errors import LoadError
 from galene.common.types import parse_type
@@ -291,10 +291,23 @@ def test_empty_body_is_zero_rows():
         assert batch.data.schema.names == ["a"]
 
 
-def test_invalid_utf8_is_a_clear_load_error():
+def test_rows_with_invalid_utf8_are_filtered_with_their_column():
     table = make_table([col("a", "int"), col("s", "varchar(10)")])
+    body = b"1,ok\n2,\xff\xfe\n3,fine\n4,caf\xc3\xa9\n5,x\xc3\n"
+    batch = parse_body(body, table, csv_opts())
+    assert (batch.num_total, batch.num_filtered) == (5, 2)
+    assert batch.data.column("a").to_pylist() == [1, 3, 4]
+    assert batch.data.column("s").to_pylist() == ["ok", "fine", "café"]
+    assert [e.raw for e in batch.errors] == ["2,\ufffd\ufffd", "5,x\ufffd"]
+    assert all("not valid UTF-8" in e.reason and "[s]" in e.reason for e in batch.errors)
+
+
+def test_binary_body_is_a_clear_load_error():
+    table = make_table([col("a", "int"), col("s", "varchar(10)")])
+    batch = parse_body(b"1,\xff\xfe\n", table, csv_opts())
+    assert (batch.num_total, batch.num_filtered, batch.data.num_rows) == (1, 1, 0)
     with pytest.raises(LoadError, match="UTF-8"):
-        parse_body(b"1,\xff\xfe\n", table, csv_opts())
+        parse_body(b"".join(b"%d,\xff\n" % i for i in range(INVALID_UTF8_MAX_ROWS + 1)), table, csv_opts())
 
 
 # --- columns header, defaults, hidden columns -------------------------------------------------
