@@ -166,6 +166,28 @@ async def open_loop(
     return res
 
 
+def disk_fsync_ms(work: Path, seconds: float) -> np.ndarray:
+    """Latencies (ms) of 1 KB pwrite + fdatasync into a preallocated file, ~200 a second."""
+    path = work / "fsync-probe"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, 8 << 20)
+        os.fsync(fd)
+        record, out, offset = os.urandom(1024), [], 0
+        stop_at = time.perf_counter() + seconds
+        while time.perf_counter() < stop_at:
+            t = time.perf_counter()
+            os.pwrite(fd, record, offset)
+            os.fdatasync(fd)
+            out.append((time.perf_counter() - t) * 1000)
+            offset = (offset + len(record)) % (8 << 20)
+            time.sleep(0.005)
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return np.array(out)
+
+
 def rowset_files(data_root: Path) -> dict[str, str]:
     """rowset id -> tablet dir, for every data file under the storage root."""
     out = {}
@@ -268,6 +290,12 @@ def main() -> None:
               f"{ol.error_text()}")  # fmt: skip
         print(f"P50_ASYNC_MS {np.percentile(lat, 50):.2f}")
         print(f"P99_ASYNC_MS {np.percentile(lat, 99):.2f}")
+        # The floor under that p99: the same disk's bare fdatasync latency right after.
+        disk = disk_fsync_ms(work, seconds=min(10.0, args.seconds))
+        print(
+            f"disk alone (1 KB pwrite + fdatasync at ~200/s, {len(disk)} syncs): p50 {np.percentile(disk, 50):.2f} ms, "
+            f"p99 {np.percentile(disk, 99):.2f} ms, max {disk.max():.1f} ms"
+        )
 
         off, asyn = results["off_mode"].loads_per_s, results["async_mode"].loads_per_s
         print(

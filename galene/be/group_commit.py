@@ -219,6 +219,9 @@ _PENDING = object()  # a label whose load is between its checks and joining a gr
 
 # A spare group older than this is not used (its txn would time out at the FE meanwhile).
 SPARE_MAX_AGE_S = GROUP_TXN_TIMEOUT_S / 2
+# A spare no load has taken this long after its group's interval is aborted and its file
+# deleted: a table that went quiet (or was dropped) keeps no open txn or preallocated file.
+SPARE_IDLE_S = 30.0
 
 
 def _spare_fits(group: Group, table: Table) -> bool:
@@ -293,6 +296,7 @@ class GroupCommitQueue:
         # a group switch does not put an FE round trip, a journal fsync and a WAL file
         # creation on the reply path of the loads that arrive then.
         self.spare: asyncio.Task | None = None
+        self.spare_expiry: asyncio.TimerHandle | None = None
         self._open_lock = asyncio.Lock()
         self._flush_lock = asyncio.Lock()
         # client label -> its group (or _PENDING): a second load with the same label on this
@@ -346,6 +350,7 @@ class GroupCommitQueue:
                 group.done.set_exception(e)
                 group.done.exception()  # retrieved: sync waiters may be gone
                 self.manager.delete_wal(group)
+                self.manager.expire_spare(self)  # begun for a table that is gone, most likely
             else:
                 group.done.set_result(txn_id)
                 self.manager.delete_wal(group)
@@ -528,9 +533,7 @@ class GroupCommitManager:
         for queue in list(self.queues.values()):
             if queue.current is not None:
                 queue.close(queue.current)
-            spare, queue.spare = queue.spare, None
-            if spare is not None:
-                self.spawn(self._discard_when_ready(spare), "group-commit-spare-discard")
+            self.expire_spare(queue)
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=flush_timeout_s)
@@ -797,6 +800,9 @@ class GroupCommitManager:
         """The table's next open group: its spare when that is usable, else a new one; its
         interval starts now, and the spare for the group after it is prepared meanwhile."""
         spare, queue.spare = queue.spare, None
+        if queue.spare_expiry is not None:
+            queue.spare_expiry.cancel()
+            queue.spare_expiry = None
         group = None
         if spare is not None:
             try:
@@ -813,7 +819,18 @@ class GroupCommitManager:
         if not self._stopping:
             queue.spare = self.spawn(self._prepare_group(queue, table, with_wal=True), "group-commit-spare")
             queue.spare.add_done_callback(_retrieve)
+            queue.spare_expiry = asyncio.get_running_loop().call_later(
+                interval_s(group.table) + SPARE_IDLE_S, self.expire_spare, queue
+            )
         return group
+
+    def expire_spare(self, queue: GroupCommitQueue) -> None:
+        """Abort the table's spare group (timer: no load came; or the table is gone)."""
+        if queue.spare_expiry is not None:
+            queue.spare_expiry.cancel()
+        spare, queue.spare, queue.spare_expiry = queue.spare, None, None
+        if spare is not None:
+            self.spawn(self._discard_when_ready(spare), "group-commit-spare-discard")
 
     async def _prepare_group(self, queue: GroupCommitQueue, table: Table, with_wal: bool) -> Group:
         """A new group with its txn begun (and, for a spare, its WAL file created)."""
