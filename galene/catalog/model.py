@@ -48,8 +48,12 @@ class Partition(msgspec.Struct, kw_only=True):
     visible_version: int = 1
 
 
-class Rowset(msgspec.Struct, kw_only=True):
-    """Files one committed load wrote into one tablet, visible from `version` on."""
+class Rowset(msgspec.Struct, kw_only=True, gc=False):
+    """Files one committed load wrote into one tablet, visible from `version` on.
+
+    Not tracked by the cyclic GC (`gc=False`; it never references its holders): a catalog
+    keeps one per load and tablet, and every tracked object lengthens full collections.
+    """
 
     id: str  # written by the BE (hex); also the file-name prefix
     tablet_id: int
@@ -119,7 +123,7 @@ class Database(msgspec.Struct, kw_only=True):
     create_time: float = 0.0
 
 
-class Txn(msgspec.Struct, kw_only=True):
+class Txn(msgspec.Struct, kw_only=True, gc=False):  # one per load: untracked, as Rowset
     id: int
     db_id: int
     table_id: int
