@@ -136,6 +136,13 @@ class GaleneProcess:
             cur.execute(sql)
             return list(cur.fetchall())
 
+    def data_files(self) -> set[str]:
+        """Every file under the storage root (rowset data), as paths."""
+        out: set[str] = set()
+        for dirpath, _, files in os.walk(self.data_dir / "storage" / "data"):
+            out.update(os.path.join(dirpath, f) for f in files)
+        return out
+
     def stream_load(
         self, db: str, table: str, body: bytes, headers: dict[str, str] | None = None, via_fe: bool = True
     ) -> dict:

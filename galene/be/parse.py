@@ -424,13 +424,13 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
             null_values=slow_options.null_values,
             strings_can_be_null=True,
         )
-        raw = read(binary_options)
-        errors_before, bad_before = list(count_errors), bad_count[0]
-        tbl, rejected = _drop_invalid_utf8(raw, plan.names, sep_out, max_error_rows - len(errors_before))
-        if rejected is None:
+        raw = read(binary_options)  # refills count_errors / bad_count (wrong column counts)
+        dropped = _drop_invalid_utf8(raw, plan.names, sep_out, max_error_rows - len(count_errors))
+        if dropped is None:
             raise LoadError(f"[DATA_QUALITY_ERROR]the load data is not valid UTF-8: {text}") from None
-        count_errors[:] = errors_before + rejected[1]
-        bad_count[0] = bad_before + rejected[0]
+        tbl, num_dropped, utf8_errors = dropped
+        count_errors.extend(utf8_errors)
+        bad_count[0] += num_dropped
     columns = {i: tbl.column(i) for i in range(len(names))}
     if shape.restore:
         columns = {i: _restore_text(c, shape.restore) for i, c in columns.items()}
@@ -478,16 +478,15 @@ def _invalid_utf8_rows(column: pa.ChunkedArray) -> list[int]:
 
 def _drop_invalid_utf8(
     raw: pa.Table, source_names: list[str], sep: str, max_errors: int
-) -> tuple[pa.Table, tuple[int, list[RowError]] | None]:
+) -> tuple[pa.Table, int, list[RowError]] | None:
     """`raw` (all fields as bytes) without the rows holding a field that is not UTF-8, as
-    strings; with (rows dropped, their errors). None instead when too many rows are bad."""
-    limit = INVALID_UTF8_MAX_ROWS
+    strings, with the number of rows dropped and their errors; None when too many are bad."""
     first_bad_column: dict[int, int] = {}
     for i in range(raw.num_columns):
         for r in _invalid_utf8_rows(raw.column(i)):
             first_bad_column.setdefault(r, i)
-        if len(first_bad_column) > limit:
-            return raw, None
+        if len(first_bad_column) > INVALID_UTF8_MAX_ROWS:
+            return None
     rows = sorted(first_bad_column)
     errors = []
     if rows and max_errors > 0:
@@ -502,7 +501,7 @@ def _drop_invalid_utf8(
     keep[rows] = False
     kept = raw.filter(pa.array(keep)) if rows else raw
     as_text = pa.table({n: pc.cast(kept.column(n), pa.string()) for n in kept.column_names})
-    return as_text, (len(rows), errors)
+    return as_text, len(rows), errors
 
 
 def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array] | None:

@@ -33,6 +33,7 @@ import pyarrow as pa
 from pyarrow import ipc
 
 from galene.common import threads
+from galene.common.files import fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -243,14 +244,6 @@ def list_wal_files(root: Path) -> list[WalFile]:
     return found
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class WalWriter:
     """Appends to one WAL file; an append returns once it is fsynced.
 
@@ -284,7 +277,7 @@ class WalWriter:
             if created:
                 self._allocated = 0
                 self._preallocate(WAL_PREALLOCATE_BYTES)
-                _fsync_dir(self.path.parent)  # the file's name must survive a crash too
+                fsync_path(self.path.parent)  # the file's name must survive a crash too
             else:  # appending to a file of an earlier run: after its last good record
                 self._allocated = os.fstat(self._fd).st_size
                 self.size = read_wal(self.path).valid_bytes

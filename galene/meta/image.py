@@ -22,6 +22,7 @@ import msgspec
 
 from galene.catalog.model import CatalogState
 from galene.common.errors import GaleneError
+from galene.common.files import fsync_path as fsync_dir
 
 MAGIC = b"GALENEIMG"
 FORMAT_VERSION = 1
@@ -75,15 +76,6 @@ def read_image(path: str | Path) -> tuple[int, CatalogState]:
     except OSError as e:
         raise ImageError(f"image {path} cannot be read: {e}") from e
     return decode_image(data, str(path))
-
-
-def fsync_dir(path: str | Path) -> None:
-    # A rename is durable only once the directory entry itself is synced.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_image(state: CatalogState, journal_id: int, path: str | Path) -> None:

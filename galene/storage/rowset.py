@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from galene.catalog.model import Rowset, Table
+from galene.common.files import fsync_path
 from galene.storage import layout
 
 # A file holds at most about this much Arrow data; bigger rowsets are split into _0, _1, ...
@@ -62,14 +63,6 @@ def _file_slices(data: pa.Table) -> list[pa.Table]:
     return [data.slice(start, step) for start in range(0, data.num_rows, step)]
 
 
-def _fsync_local(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_rowset(
     fs: pafs.FileSystem,
     root: str,
@@ -99,7 +92,7 @@ def write_rowset(
         total_size += _write_file(fs, directory, final, piece, row_group, sync=local and sync)
         files.append(layout.relative(root, final))
     if local and sync:
-        _fsync_local(directory)
+        fsync_path(directory)
     return Rowset(
         id=rowset_id,
         tablet_id=tablet_id,
@@ -118,7 +111,7 @@ def _write_file(
     try:
         _write_parquet(fs, directory, tmp, data, row_group)
         if sync:
-            _fsync_local(tmp)
+            fsync_path(tmp)
         size = fs.get_file_info(tmp).size
         fs.move(tmp, final)
     except BaseException:
@@ -260,7 +253,7 @@ class RowsetBuilder:
         if self._sync:
             t = self.table
             for r in rowsets:
-                _fsync_local(layout.tablet_dir(self.root, t.db_id, t.id, r.partition_id, r.tablet_id))
+                fsync_path(layout.tablet_dir(self.root, t.db_id, t.id, r.partition_id, r.tablet_id))
         return [r for r in rowsets if r.files]
 
     def discard(self) -> None:

@@ -72,6 +72,12 @@ class RawHttp:
         body, self.buf = self.buf, b""
         return body
 
+    def exchange(self, request: bytes) -> tuple[str, dict]:
+        """Send a whole request; the response's status line and its JSON body."""
+        self.send(request)
+        status, headers = self.read_head()
+        return status, json.loads(self.read_body(headers))
+
     def closed_by_peer(self) -> bool:
         """True when the server closes the connection (EOF) within the socket timeout."""
         self.sock.settimeout(5)
@@ -137,7 +143,7 @@ def test_chunked_body_over_raw_socket_with_odd_chunk_sizes(galene, db, table):
     body = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
     conn = RawHttp(galene.be_http_port)
     try:
-        conn.send(
+        status, reply = conn.exchange(
             _request(
                 f"PUT /api/{db}/t/_stream_load HTTP/1.1",
                 {
@@ -149,8 +155,6 @@ def test_chunked_body_over_raw_socket_with_odd_chunk_sizes(galene, db, table):
                 body,
             )
         )
-        status, headers = conn.read_head()
-        reply = json.loads(conn.read_body(headers))
     finally:
         conn.close()
     assert status.startswith("HTTP/1.1 200")
@@ -233,9 +237,7 @@ def test_be_sends_100_continue_then_loads(galene, db, table):
         )
         status, _ = conn.read_head()
         assert status == "HTTP/1.1 100 Continue"
-        conn.send(body)
-        status, headers = conn.read_head()
-        reply = json.loads(conn.read_body(headers))
+        status, reply = conn.exchange(body)
     finally:
         conn.close()
     assert status.startswith("HTTP/1.1 200")
@@ -330,14 +332,12 @@ def test_empty_body_probe_put_gets_307_with_location(galene, db, table):
 def test_body_without_length_or_chunked_fails_with_doris_message(galene, db, table):
     conn = RawHttp(galene.be_http_port)
     try:
-        conn.send(
+        status, reply = conn.exchange(
             _request(
                 f"PUT /api/{db}/t/_stream_load HTTP/1.1",
                 {"Host": "127.0.0.1", "Authorization": AUTH, "label": "no-framing", "Connection": "close"},
             )
         )
-        status, headers = conn.read_head()
-        reply = json.loads(conn.read_body(headers))
     finally:
         conn.close()
     assert status.startswith("HTTP/1.1 200")

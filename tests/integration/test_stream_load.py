@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import httpx
@@ -18,14 +17,6 @@ def _table(galene, db, ddl_body: str, name: str = "t") -> str:
 
 
 DUP = "(k INT NOT NULL, v VARCHAR(8), d DATE) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3"
-
-
-def _data_files(galene) -> set[str]:
-    root = galene.data_dir / "storage" / "data"
-    out = set()
-    for dirpath, _, files in os.walk(root):
-        out.update(os.path.join(dirpath, f) for f in files)
-    return out
 
 
 def test_fe_answers_307_with_credentials_in_location(galene, db):
@@ -80,7 +71,7 @@ def test_reused_label_answers_label_already_exists(galene, db):
 
 def test_filtered_rows_fail_load_with_error_url_and_leave_nothing(galene, db):
     _table(galene, db, DUP)
-    before_files = _data_files(galene)
+    before_files = galene.data_files()
     body = b"1,a,2024-01-01\nxx,b,2024-01-02\n3,c,not-a-date\n4,toolongvalue,2024-01-04\n"
     reply = galene.stream_load(
         db, "t", body, {"column_separator": ",", "strict_mode": "true", "label": "bad1"}
@@ -96,7 +87,7 @@ def test_filtered_rows_fail_load_with_error_url_and_leave_nothing(galene, db):
     # Nothing partial stays on disk once garbage collection runs.
     r = httpx.post(f"http://127.0.0.1:{galene.http_port}/api/_gc?grace_seconds=0", headers=auth_header())
     assert r.status_code == 200
-    assert _data_files(galene) - before_files == set()
+    assert galene.data_files() - before_files == set()
     # An aborted label may be reused.
     ok = galene.stream_load(db, "t", b"1,a,2024-01-01\n", {"column_separator": ",", "label": "bad1"})
     assert ok["Status"] == "Success"
@@ -213,13 +204,13 @@ def test_multi_block_body_is_all_or_nothing(galene, db):
     bad_at = rows // 2
     body = good.replace(b"\n%d,v,2024-01-01\n" % bad_at, b"\nnot_a_number,v,2024-01-01\n", 1)
     assert len(body) > 32 << 20
-    before = _data_files(galene)
+    before = galene.data_files()
 
     failed = galene.stream_load(db, "t", body, {"column_separator": ",", "strict_mode": "true"})
     assert failed["Status"] == "Fail" and "too many filtered rows" in failed["Message"]
     assert failed["NumberFilteredRows"] == 1 and failed["NumberLoadedRows"] == 0
     assert galene.query("SELECT count(*) FROM t", db)[0][0] == 0
-    assert _data_files(galene) - before == set()
+    assert galene.data_files() - before == set()
 
     ok = galene.stream_load(
         db, "t", body, {"column_separator": ",", "strict_mode": "true", "max_filter_ratio": "0.1"}

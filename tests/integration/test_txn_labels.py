@@ -9,7 +9,6 @@ endpoint); the timeout rules of the FE's transaction manager are also checked di
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 import uuid
@@ -30,14 +29,6 @@ def _table(galene, db, name: str = "t") -> str:
 
 def _count(galene, db, table: str = "t") -> int:
     return galene.query(f"SELECT count(*) FROM {table}", db)[0][0]
-
-
-def _data_files(galene) -> set[str]:
-    root = galene.data_dir / "storage" / "data"
-    out = set()
-    for dirpath, _, files in os.walk(root):
-        out.update(os.path.join(dirpath, f) for f in files)
-    return out
 
 
 def _load(galene, db, body=ROWS, via_fe=True, table="t", **headers) -> dict:
@@ -126,10 +117,10 @@ def test_plain_load_reports_two_phase_commit_false(galene, db):
 
 def test_two_phase_abort_by_label_on_be_deletes_files_and_frees_label(galene, db):
     _table(galene, db)
-    before = _data_files(galene)
+    before = galene.data_files()
     reply = _load(galene, db, label="tp-abort", two_phase_commit="true")
     assert reply["Status"] == "Success"
-    written = _data_files(galene) - before
+    written = galene.data_files() - before
     assert written, "a precommitted load has its files on disk"
 
     # Sent to the BE, by label, on the db-only path with a trailing slash.
@@ -141,7 +132,7 @@ def test_two_phase_abort_by_label_on_be_deletes_files_and_frees_label(galene, db
     )
     assert r.status_code == 200
     assert r.json() == {"status": "Success", "msg": "label [tp-abort] abort successfully."}
-    assert not (written & _data_files(galene)), "aborting a precommitted txn deletes its files"
+    assert not (written & galene.data_files()), "aborting a precommitted txn deletes its files"
     assert _load_state(galene, db, "tp-abort")["data"] == "ABORTED"
     assert _count(galene, db) == 0
 
@@ -232,7 +223,7 @@ def test_body_trickling_past_timeout_fails_and_leaves_nothing(galene, db):
     """A client that sends slower than the load's `timeout`: Fail with a timeout message,
     the txn is aborted, nothing is visible and no file is left."""
     _table(galene, db)
-    before = _data_files(galene)
+    before = galene.data_files()
     head = (
         f"PUT /api/{db}/t/_stream_load HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: {auth_header()['Authorization']}\r\n"
@@ -260,7 +251,7 @@ def test_body_trickling_past_timeout_fails_and_leaves_nothing(galene, db):
     assert reply["NumberLoadedRows"] == 0
     assert _load_state(galene, db, "trickle")["data"] == "ABORTED"
     assert _count(galene, db) == 0
-    assert _data_files(galene) == before
+    assert galene.data_files() == before
     # The aborted label is free again.
     assert _load(galene, db, label="trickle")["Status"] == "Success"
 
