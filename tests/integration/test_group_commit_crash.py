@@ -165,6 +165,7 @@ def test_next_group_is_begun_ahead_and_a_killed_spare_leaves_nothing(cluster, gd
     assert second["Label"] == _spare_label(spare)  # the spare took the loads
     assert not spare.exists()  # renamed into a WAL file proper at its first append
     assert _wait_count(cluster, gdb, 4) == 4
+    deadline = time.monotonic() + 30
     while not _spares(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _spares(cluster)
