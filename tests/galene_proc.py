@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -23,10 +24,28 @@ import pymysql
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Ports handed to servers come from below the kernel's ephemeral range: a port the kernel picked
+# for `bind(0)` can be given again to any outgoing connection (a Spark JVM, an HTTP client) in the
+# moment before the server binds it, which failed CI once with EADDRINUSE.
+_PORT_RANGE = (20000, 32000)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port nobody listens on, outside the ephemeral range, never handed out twice."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(1000):
+        port = rng.randrange(*_PORT_RANGE)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {_PORT_RANGE}")
 
 
 def auth_header(user: str = "root", password: str = "") -> dict[str, str]:
