@@ -366,7 +366,12 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
         invalid_row_handler=on_invalid_row,
     )
     read_options = pacsv.ReadOptions(
-        column_names=names, skip_rows=skip, use_threads=True, block_size=CSV_BLOCK_SIZE
+        column_names=names,
+        skip_rows=skip,
+        # One block is read on the calling thread: handing it to pyarrow's pool costs more
+        # than the parse (small loads are parsed a thousand times a second).
+        use_threads=len(body) > CSV_BLOCK_SIZE,
+        block_size=CSV_BLOCK_SIZE,
     )
     buffer = pa.py_buffer(body)
 
