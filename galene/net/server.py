@@ -223,6 +223,8 @@ class Metrics:
 
     @staticmethod
     def _key(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        if not labels:  # most counters (several per stream load) have no labels
+            return ()
         return tuple(sorted((k, str(v)) for k, v in labels.items()))
 
     def describe(self, name: str, kind: str, help: str = "") -> None:
