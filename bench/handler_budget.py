@@ -21,13 +21,13 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from common import free_port
 from streamload_small import closed_loop, make_bodies
 
 REPLY = json.dumps({"Status": "Success", "Message": "OK", "NumberLoadedRows": 10}).encode()
@@ -80,14 +80,15 @@ def serve(port: int, busy_us: float, wal_dir: str) -> None:
     app = web.Application()
     app.router.add_put("/noop", noop)
     app.router.add_put("/load", load)
-    uvloop.install()
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, reuse_port=True)
 
+    async def run() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, reuse_port=True).start()
+        (Path(wal_dir) / f"ready.{os.getpid()}").touch()  # listening: the client may start
+        await asyncio.Event().wait()
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    uvloop.run(run())
 
 
 def measure(path: str, busy_us: float, args, bodies: list[bytes], wal_dir: str) -> float:
@@ -98,17 +99,12 @@ def measure(path: str, busy_us: float, args, bodies: list[bytes], wal_dir: str) 
     ]
     try:
         url = f"http://127.0.0.1:{port}{path}"
+        ready = [Path(wal_dir) / f"ready.{p.pid}" for p in procs]
         deadline = time.monotonic() + 30
-        while True:  # every process listening before the clock starts
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    pass
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        time.sleep(1.0)
+        while not all(r.exists() for r in ready):  # every process listening before the clock starts
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise RuntimeError("a bench server did not start")
+            time.sleep(0.05)
         asyncio.run(closed_loop(url, {}, bodies, args.clients, 2, "warm-up"))
         res = asyncio.run(closed_loop(url, {}, bodies, args.clients, args.seconds, path))
         if res.errors:

@@ -456,9 +456,7 @@ class SmallLoadLane:
                 continue
             if x.fut.done():  # the load gave up waiting (timeout, client gone): not loaded
                 continue
-            out.in_wal = x.async_mode and manager.wal_bytes + len(x.body) <= manager.wal_limit
-            if x.async_mode and not out.in_wal:
-                log.warning("group commit WAL over its limit (%d bytes): sync_mode", manager.wal_limit)
+            out.in_wal = x.async_mode and manager.wal_has_room(len(x.body))
             entry = Entry(
                 data=result.data,
                 sub_label=None,
@@ -678,9 +676,7 @@ class GroupCommitManager:
                     # The body's size stands for the rows' size in the group and WAL accounting:
                     # Table.nbytes walks every buffer of a slice and cost more than parsing.
                     kept_bytes = body_len
-                    if mode == "async_mode" and self.wal_bytes + kept_bytes > self.wal_limit:
-                        # Doris: short of WAL space, group commit answers after the commit instead.
-                        log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
+                    if mode == "async_mode" and not self.wal_has_room(kept_bytes):
                         mode = "sync_mode"
 
                     queue = self.queue(table)
@@ -882,6 +878,14 @@ class GroupCommitManager:
 
     def _wal_grew(self, nbytes: int) -> None:
         self.wal_bytes += nbytes
+
+    def wal_has_room(self, nbytes: int) -> bool:
+        """Whether an async load of `nbytes` fits under group_commit_wal_max_disk_limit.
+        Doris: short of WAL space, group commit answers after the commit instead (sync_mode)."""
+        if self.wal_bytes + nbytes <= self.wal_limit:
+            return True
+        log.warning("group commit WAL over its limit (%d bytes): sync_mode", self.wal_limit)
+        return False
 
     async def check_label(self, table: Table, label: str) -> None:
         """Answer a retry of a known label before writing its rows anywhere (read-only)."""

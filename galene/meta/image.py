@@ -22,7 +22,7 @@ import msgspec
 
 from galene.catalog.model import CatalogState
 from galene.common.errors import GaleneError
-from galene.common.files import fsync_path as fsync_dir
+from galene.common.files import fsync_path
 
 MAGIC = b"GALENEIMG"
 FORMAT_VERSION = 1
@@ -93,5 +93,5 @@ def write_image_file(state: CatalogState, journal_id: int, path: str | Path) -> 
     tmp = path.with_name(path.name + ".tmp")
     write_image(state, journal_id, tmp)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
     return path

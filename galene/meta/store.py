@@ -35,7 +35,8 @@ from pathlib import Path
 from galene.catalog.apply import apply_op
 from galene.catalog.model import CatalogState
 from galene.common.errors import GaleneError
-from galene.meta.image import ImageError, fsync_dir, read_image, write_image, write_image_file
+from galene.common.files import fsync_path
+from galene.meta.image import ImageError, read_image, write_image, write_image_file
 from galene.meta.journal import SYNC_LEVELS, Journal
 from galene.meta.ops import Op, decode_op, encode_op, op_type
 
@@ -151,7 +152,7 @@ class MetaStore:
         ckpt = self.image_dir / "image.ckpt"
         write_image(self.state, journal_id, ckpt)
         os.replace(ckpt, final)
-        fsync_dir(self.image_dir)
+        fsync_path(self.image_dir)
         try:
             loaded_id, loaded = read_image(final)
             if loaded_id != journal_id or loaded != self.state:
@@ -265,4 +266,4 @@ def _write_kv(path: Path, values: dict[str, str]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_path(path.parent)

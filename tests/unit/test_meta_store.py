@@ -194,7 +194,7 @@ def test_torn_checkpoint_file_is_ignored(tmp_path):
     [
         "galene.meta.store.write_image",
         "galene.meta.store.os.replace",
-        "galene.meta.store.fsync_dir",
+        "galene.meta.store.fsync_path",
         "galene.meta.journal.Journal.purge",
     ],
 )
