@@ -9,9 +9,13 @@ body, so every load gets exactly the counts and errors it would get alone.
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
+from galene.be.stream_load import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.catalog.model import Table
+from galene.common.errors import error_message
 
 # Bodies up to this size take part in batches.
 BATCH_PARSE_MAX_BODY = 64 << 10
@@ -39,6 +43,8 @@ def batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
     ):
         return None
     columns = tuple(opts.columns) if opts.columns else None
+    # Every option the parse and the verdict read (max_filter_ratio included: the verdict is
+    # given where the loads are parsed).
     return (
         id(table),
         opts.column_separator,
@@ -46,6 +52,7 @@ def batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
         opts.strict_mode,
         opts.empty_field_as_null,
         opts.timezone,
+        opts.max_filter_ratio,
     )
 
 
@@ -58,6 +65,13 @@ def parse_together(
 ) -> list[ParsedBatch | Exception]:
     """One parse of the joined bodies, split back by row counts; or, when the
     whole is not clean, each body alone (its own result or its own error)."""
+    return _parse_together(bodies, table, opts, max_error_rows)[0]
+
+
+def _parse_together(
+    bodies: list[bytes], table: Table, opts: LoadOptions, max_error_rows: int
+) -> tuple[list[ParsedBatch | Exception], pa.Table | None]:
+    """`parse_together`, plus the joined table when the bodies were parsed as one."""
     if len(bodies) > 1:
         combined = b"".join(b if b.endswith(b"\n") else b + b"\n" for b in bodies)
         counts = [rows_in(b) for b in bodies]
@@ -79,11 +93,59 @@ def parse_together(
             for n in counts:
                 split.append(ParsedBatch(data=whole.data.slice(start, n), num_total=n, num_filtered=0))
                 start += n
-            return split
+            return split, whole.data
     results: list[ParsedBatch | Exception] = []
     for body in bodies:
         try:
             results.append(parse_body(body, table, opts, max_error_rows))
         except Exception as e:  # noqa: BLE001 - the load's own parse error
             results.append(e)
-    return results
+    return results, None
+
+
+# A lane load's answer: (status, total, filtered, unselected, loaded, errors, rows). status is
+# None when the load passed, else its failure message; errors are its rejected rows (or None);
+# rows, on at most one answer of a parse, are the rows of every load of it that passed.
+LaneAnswerTuple = tuple
+
+
+def parse_lane_loads(
+    bodies: list[bytes], table: Table, opts: LoadOptions, max_error_rows: int, to_wal: bool
+) -> tuple[list[LaneAnswerTuple], pa.Table | None]:
+    """Parse small loads together and judge each against max_filter_ratio (the ingest
+    worker's step for SmallLoadLane loads). Returns each load's answer and the rows of the
+    loads that passed, as one table (None when none passed). Unless they go to the WAL
+    (`to_wal`), those rows also ride on the answer of the last load that passed."""
+    results, whole = _parse_together(bodies, table, opts, max_error_rows)
+    answers: list[LaneAnswerTuple] = []
+    passed: list[bool] = []
+    for r in results:
+        if isinstance(r, Exception):
+            answers.append((error_message(r), 0, 0, 0, 0, None, None))
+            passed.append(False)
+            continue
+        ok = not filter_ratio_exceeded(r.num_total, r.num_filtered, r.num_unselected, opts.max_filter_ratio)
+        answers.append(
+            (
+                None if ok else TOO_MANY_FILTERED,
+                r.num_total,
+                r.num_filtered,
+                r.num_unselected,
+                r.data.num_rows if ok else 0,
+                r.errors[:max_error_rows] or None,
+                None,
+            )
+        )
+        passed.append(ok)
+    if not any(passed):
+        return answers, None
+    if whole is not None and all(passed):
+        rows = whole
+    else:
+        tables = [r.data for r, p in zip(results, passed, strict=True) if p]  # type: ignore[union-attr]
+        # One contiguous table: a slice pickled to the BE would carry its whole parent buffer.
+        rows = (tables[0] if len(tables) == 1 else pa.concat_tables(tables)).combine_chunks()
+    if not to_wal:
+        last = max(i for i, p in enumerate(passed) if p)
+        answers[last] = (*answers[last][:6], rows)
+    return answers, rows

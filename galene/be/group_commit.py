@@ -44,20 +44,29 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key, parse_together
+from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key
+from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
 from galene.be.routing import route_rows
 from galene.be.stream_load import (
+    TOO_MANY_FILTERED,
     StreamLoadReply,
     filter_ratio_exceeded,
     new_label,
     read_and_parse,
     read_body,
 )
-from galene.be.wal import WalFile, WalWriter, list_wal_files, read_wal, wal_dir, wal_file_name
+from galene.be.wal import (
+    WalFile,
+    WalWriter,
+    list_wal_files,
+    read_wal,
+    wal_dir,
+    wal_file_name,
+    wal_rows,
+)
 from galene.catalog.model import Rowset, Table
-from galene.common import threads
 from galene.common.errors import GaleneError, LoadError
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
 
@@ -207,12 +216,31 @@ class Group:
     entries: list[Entry] = field(default_factory=list)
     bytes: int = 0
     closed: bool = False
-    wal: WalWriter | None = None
+    wal: WalWriter | RemoteWalWriter | None = None
     labels: set[str] = field(default_factory=set)
     done: asyncio.Future | None = None  # result: the committed txn id
     timer: asyncio.TimerHandle | None = None
     wal_id: int = 0  # orders the group's WAL file among the table's (replay order)
     begun_at: float = 0.0  # time.monotonic() of its txn begin
+    lane_pending: int = 0  # SmallLoadLane loads sent to the ingest worker, not yet answered
+    lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
+
+    def lane_answered(self) -> None:
+        self.lane_pending -= 1
+        if not self.lane_pending and self.lane_drained is not None and not self.lane_drained.done():
+            self.lane_drained.set_result(None)
+
+    async def lanes_done(self) -> None:
+        """Wait until every lane load of this (closed) group has its answer."""
+        if self.lane_pending:
+            self.lane_drained = asyncio.get_running_loop().create_future()
+            await self.lane_drained
+
+
+def _done_future(value: Any) -> asyncio.Future:
+    fut = asyncio.get_running_loop().create_future()
+    fut.set_result(value)
+    return fut
 
 
 _PENDING = object()  # a label whose load is between its checks and joining a group
@@ -303,8 +331,9 @@ class GroupCommitQueue:
         # BE is answered before it reaches the FE.
         self.pending_labels: dict[str, Any] = {}
 
-    async def enroll(self, entry: Entry, table: Table) -> Group:
-        """Add `entry` to the open group (opening one, i.e. beginning its txn, if needed)."""
+    async def open_group(self, table: Table) -> Group:
+        """The table's open group (opening one, i.e. beginning its txn, if needed). It is
+        still open when this returns: the caller joins it before its next await."""
         while True:
             group = self.current
             if group is None or group.closed:
@@ -312,13 +341,20 @@ class GroupCommitQueue:
                     if self.current is None or self.current.closed:
                         self.current = await self.manager.next_group(self, table)
                     group = self.current
-            if group.closed:
-                continue
-            group.entries.append(entry)
-            group.bytes += entry.nbytes
-            if group.table is not None and group.bytes >= data_bytes(group.table):
-                self.close(group)
-            return group
+            if not group.closed:
+                return group
+
+    def add_bytes(self, group: Group, nbytes: int) -> None:
+        group.bytes += nbytes
+        if group.table is not None and group.bytes >= data_bytes(group.table):
+            self.close(group)
+
+    async def enroll(self, entry: Entry, table: Table) -> Group:
+        """Add `entry` to the open group."""
+        group = await self.open_group(table)
+        group.entries.append(entry)
+        self.add_bytes(group, entry.nbytes)
+        return group
 
     def close(self, group: Group) -> None:
         """Stop adding to `group` and flush it (after any earlier group of this table)."""
@@ -333,6 +369,8 @@ class GroupCommitQueue:
 
     async def flush(self, group: Group) -> None:
         async with self._flush_lock:
+            # Closed: no load joins any more. Lane answers may still add (memory) entries.
+            await group.lanes_done()
             await asyncio.gather(*(e.ready for e in group.entries), return_exceptions=True)
             entries = [
                 e
@@ -341,7 +379,8 @@ class GroupCommitQueue:
             ]
             assert group.done is not None
             try:
-                txn_id = await self.manager.commit_group(group, entries)
+                rows = await self.manager.group_rows(group, entries)
+                txn_id = await self.manager.commit_group(group, rows)
             except asyncio.CancelledError:
                 group.done.cancel()  # stopping: the WAL stays and is replayed at the next start
                 raise
@@ -364,145 +403,95 @@ class GroupCommitQueue:
 class LaneOutcome:
     """What the SmallLoadLane did with one load."""
 
-    parsed_at: float  # time.monotonic() when its batch was parsed
-    batch: ParsedBatch | None = None
+    answered_at: float  # time.monotonic() when the ingest worker answered
+    counts: LaneAnswer | None = None
     error: Exception | None = None  # the load failed (nothing of it is loaded)
     error_url: str | None = None
     group: Group | None = None
     in_wal: bool = False  # False for sync_mode (or async_mode while the WAL is over its limit)
 
 
-@dataclass
-class _LaneLoad:
-    body: bytes
-    opts: LoadOptions
-    async_mode: bool
-    fut: asyncio.Future  # -> LaneOutcome; cancelled when the load gave up waiting
-
-
 class SmallLoadLane:
-    """Small unlabelled CSV loads of one table, handled a batch at a time.
+    """Small unlabelled CSV loads (the traffic of logging and IoT clients), handled by the
+    ingest worker (`galene.be.ingest_worker`).
 
-    Thousands of ~1 KB loads a second would each pay a pyarrow call, a group enrolment, a
-    WAL record and an fsync wait of their own; here the loads that arrive while the previous
-    batch is being handled wait together and then share one parse (`batch_parse`), one pass
-    of enrolment, and one WAL record + fsync per group. The per-load work left is the HTTP
-    request and its reply. Each load still gets exactly its own counts, errors and
-    max_filter_ratio verdict, and is acknowledged (async_mode) only once its rows are fsynced.
+    A load joins the table's open group and goes to the worker at once (the requests of one
+    pass of the event loop travel as one message); the worker parses the loads that reached
+    it together, writes those of a WAL file as one record with one fsync, and answers each
+    load with its own counts, errors and max_filter_ratio verdict. async_mode loads are
+    answered once durable; their rows stay in the WAL file, which the group's flush reads.
+    Memory loads (sync_mode, or a full WAL) get their rows back, one table per parse, and
+    those join the group as an entry. The group's flush waits for every lane answer.
     """
 
     def __init__(self, manager: GroupCommitManager):
         self.manager = manager
-        self._waiting: dict[tuple, list[_LaneLoad]] = {}
-        self._running: set[tuple] = set()
 
     async def submit(
         self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
     ) -> LaneOutcome:
-        fut = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(key, []).append(_LaneLoad(body, opts, async_mode, fut))
-        if key not in self._running:
-            self._running.add(key)
-            self.manager.spawn(self._run(key, table), "group-commit-lane")
-        return await fut
-
-    async def _run(self, key: tuple, table: Table) -> None:
-        try:
-            while True:
-                loads = [x for x in self._waiting.pop(key, []) if not x.fut.done()]
-                if not loads:
-                    return
-                try:
-                    await self._handle(table, loads)
-                except Exception as e:
-                    log.exception("group commit: a batch of small loads failed")
-                    for x in loads:
-                        _settle(x, LaneOutcome(parsed_at=time.monotonic(), error=e))
-        except asyncio.CancelledError:  # the BE is stopping: nobody waits forever
-            for x in self._waiting.pop(key, []):
-                _settle(
-                    x,
-                    LaneOutcome(parsed_at=time.monotonic(), error=LoadError("[CANCELLED]the BE is stopping")),
-                )
-            raise
-        finally:
-            self._running.discard(key)
-
-    async def _handle(self, table: Table, loads: list[_LaneLoad]) -> None:
         manager = self.manager
-        be = manager.be
-        bodies = [x.body for x in loads]
-        opts = loads[0].opts  # the batch key makes the parsing options the same
-        # In a worker thread: pyarrow releases the GIL, so the parse overlaps the event
-        # loop's HTTP work.
-        results = await threads.run(threads.PARSE, parse_together, bodies, table, opts, be.max_error_rows)
-        parsed_at = time.monotonic()
+        worker = manager.worker
+        if not worker.running():
+            await worker.ensure_started()
         queue = manager.queue(table)
-        by_group: dict[int, tuple[Group, list[tuple[_LaneLoad, Entry, LaneOutcome]]]] = {}
-        for x, result in zip(loads, results, strict=True):
-            out = LaneOutcome(parsed_at=parsed_at)
-            if isinstance(result, Exception):
-                out.error = result
-                _settle(x, out)
-                continue
-            out.batch = result
-            if result.errors:
-                out.error_url = be.error_log.save(new_label(), 0, result.errors[: be.max_error_rows])
-            if filter_ratio_exceeded(
-                result.num_total, result.num_filtered, result.num_unselected, x.opts.max_filter_ratio
-            ):
-                out.error = LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
-                _settle(x, out)
-                continue
-            if x.fut.done():  # the load gave up waiting (timeout, client gone): not loaded
-                continue
-            out.in_wal = x.async_mode and manager.wal_has_room(len(x.body))
-            entry = Entry(
-                data=result.data,
-                sub_label=None,
-                in_wal=out.in_wal,
-                ready=asyncio.get_running_loop().create_future(),
-                nbytes=len(x.body),
-            )
-            try:
-                group = await queue.enroll(entry, table)
-            except Exception as e:  # noqa: BLE001 - e.g. the FE did not answer the group's begin
-                entry.ready.set_result(False)
-                out.error = e
-                _settle(x, out)
-                continue
-            out.group = group
-            by_group.setdefault(id(group), (group, []))[1].append((x, entry, out))
-        for group, members in by_group.values():
-            for x, entry, out in members:
-                if not entry.in_wal:  # sync_mode: its rows wait in memory for the group's commit
-                    entry.ready.set_result(True)
-                    _settle(x, out)
-            logged = [m for m in members if m[1].in_wal]
-            if logged:
-                # The WAL write runs on its own so the next batch is parsed meanwhile; writes
-                # of one group still share fsyncs (WalWriter).
-                manager.spawn(self._log(group, logged), "group-commit-lane-wal")
-
-    async def _log(self, group: Group, members: list[tuple[_LaneLoad, Entry, LaneOutcome]]) -> None:
+        in_wal = async_mode and manager.wal_has_room(len(body))
+        group = await queue.open_group(table)
+        # Joined: the group's flush now waits for this load's answer (no await before this).
+        group.lane_pending += 1
         try:
-            await self.manager.append_wal(group, [entry for _, entry, _ in members])
-        except BaseException as e:
-            for x, entry, out in members:
-                entry.ready.set_result(False)
-                out.error = e if isinstance(e, Exception) else LoadError("[CANCELLED]the BE is stopping")
-                _settle(x, out)
-            if not isinstance(e, Exception):
-                raise
-            return
-        for x, entry, out in members:
-            entry.ready.set_result(True)
-            _settle(x, out)
+            if in_wal and group.wal is None:
+                group.wal = manager._wal_writer(group)
+            key_id = worker.parse_key(key, table, opts, manager.be.max_error_rows)
+            answer = worker.request(
+                "load", key_id, str(group.wal.final_path) if in_wal else "", group.label, body
+            )
+        except BaseException:
+            group.lane_answered()
+            raise
+        answer.add_done_callback(lambda f: self._answered(group, f))
+        queue.add_bytes(group, len(body))
+        # Shielded: a load that gives up waiting must not cancel the answer the group's flush
+        # counts on (its rows may be durable by now: an unanswered load is loaded at most once).
+        try:
+            status, total, filtered, unselected, loaded, errors, _ = await asyncio.shield(answer)
+        except IngestWorkerError as e:
+            return LaneOutcome(answered_at=time.monotonic(), error=e)
+        out = LaneOutcome(
+            answered_at=time.monotonic(),
+            counts=LaneAnswer(total, filtered, unselected, loaded),
+            group=group,
+            in_wal=in_wal,
+        )
+        if errors:
+            be = manager.be
+            out.error_url = be.error_log.save(new_label(), 0, errors[: be.max_error_rows])
+        if status is not None:
+            out.error = LoadError(status)
+        return out
+
+    def _answered(self, group: Group, answer: asyncio.Future) -> None:
+        """Done callback of a lane request: a memory load's answer may carry the rows of its
+        whole parse, which join the group before the group may flush."""
+        try:
+            if not answer.cancelled() and answer.exception() is None:
+                rows = answer.result()[6]
+                if rows is not None:
+                    group.entries.append(
+                        Entry(data=rows, sub_label=None, in_wal=False, ready=_done_future(True), nbytes=0)
+                    )
+        finally:
+            group.lane_answered()
 
 
-def _settle(load: _LaneLoad, outcome: LaneOutcome) -> None:
-    if not load.fut.done():
-        load.fut.set_result(outcome)
+@dataclass
+class LaneAnswer:
+    """One lane load's counts (its rows travel with the parse's)."""
+
+    num_total: int
+    num_filtered: int
+    num_unselected: int
+    num_loaded: int
 
 
 class GroupCommitManager:
@@ -516,6 +505,9 @@ class GroupCommitManager:
         self.queues: dict[tuple[int, int], GroupCommitQueue] = {}
         self.tables = TableInfoCache(self)
         self.lane = SmallLoadLane(self)
+        # Lane loads and every WAL write go to the ingest worker (a child process, or two
+        # threads of this one; see there).
+        self.worker = IngestWorker(in_process=not be.cfg.group_commit_ingest_worker)
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
         self._tasks: set[asyncio.Task] = set()
         self._last_wal_id = 0
@@ -524,6 +516,13 @@ class GroupCommitManager:
     # --- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
         self.spawn(self.recover(), "group-commit-recovery")
+        self.spawn(self._start_worker(), "ingest-worker-start")
+
+    async def _start_worker(self) -> None:
+        try:
+            await self.worker.start()
+        except Exception as e:  # noqa: BLE001 - the first load that needs it tries again
+            log.error("ingest worker did not start: %s", e)
 
     async def stop(self, flush_timeout_s: float = 10.0) -> None:
         """Flush open groups (bounded), then cancel what is left; WAL files stay for replay."""
@@ -539,10 +538,7 @@ class GroupCommitManager:
             t.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        for queue in self.queues.values():
-            group = queue.current
-            if group is not None and group.wal is not None:
-                group.wal.close()
+        await self.worker.stop()
 
     def spawn(self, coro, name: str) -> asyncio.Task:
         task = asyncio.create_task(coro, name=name)
@@ -630,22 +626,22 @@ class GroupCommitManager:
                     assert body is not None
                     outcome = await self.lane.submit(key, table, opts, body, mode == "async_mode")
                     reply.load_bytes = len(body)
-                    reply.read_data_time_ms = int((outcome.parsed_at - t_read) * 1000)
-                    if outcome.batch is not None:
-                        reply.number_total_rows = outcome.batch.num_total
-                        reply.number_filtered_rows = outcome.batch.num_filtered
-                        reply.number_unselected_rows = outcome.batch.num_unselected
+                    reply.read_data_time_ms = int((outcome.answered_at - t_read) * 1000)
+                    if outcome.counts is not None:
+                        reply.number_total_rows = outcome.counts.num_total
+                        reply.number_filtered_rows = outcome.counts.num_filtered
+                        reply.number_unselected_rows = outcome.counts.num_unselected
                     reply.error_url = outcome.error_url
                     if outcome.error is not None:
                         raise outcome.error
-                    assert outcome.group is not None and outcome.batch is not None
+                    assert outcome.group is not None and outcome.counts is not None
                     group = outcome.group
-                    kept = outcome.batch.data
+                    loaded_rows = outcome.counts.num_loaded
                     if not outcome.in_wal:
                         mode = "sync_mode"  # the WAL was over its limit
                     reply.label = group.label
                     reply.txn_id = group.txn_id
-                    reply.write_data_time_ms = int((time.monotonic() - outcome.parsed_at) * 1000)
+                    reply.write_data_time_ms = 0  # written with the parse, in the worker
                 else:
                     batch, body_len = await self._read_and_parse(request, table, opts, body)
                     reply.load_bytes = body_len
@@ -659,6 +655,7 @@ class GroupCommitManager:
                         kept, routed_filtered, route_errors = await asyncio.to_thread(
                             _route_for_group, table, batch, be.max_error_rows
                         )
+                    loaded_rows = kept.num_rows
                     filtered = batch.num_filtered + routed_filtered
                     reply.number_total_rows = batch.num_total
                     reply.number_filtered_rows = filtered
@@ -669,7 +666,7 @@ class GroupCommitManager:
                     if filter_ratio_exceeded(
                         batch.num_total, filtered, batch.num_unselected, opts.max_filter_ratio
                     ):
-                        raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+                        raise LoadError(TOO_MANY_FILTERED)
                     if batch.num_total == 0 and body_len == 0:
                         raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 
@@ -719,13 +716,15 @@ class GroupCommitManager:
                         durable = True
                     finally:
                         entry.ready.set_result(durable)
+                    if entry.in_wal:  # the flush reads them from the WAL file
+                        entry.data = entry.data.slice(0, 0)
                     reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
 
                 if mode == "sync_mode":
                     assert group.done is not None
                     stage = "the merged commit"
                     reply.txn_id = await asyncio.shield(group.done)
-            reply.number_loaded_rows = kept.num_rows
+            reply.number_loaded_rows = loaded_rows
             reply.status = "Success"
             reply.message = "OK"
             be.metrics.inc(f"galene_be_group_commit_{mode}_loads_total")
@@ -843,7 +842,7 @@ class GroupCommitManager:
         if with_wal:
             group.wal = self._wal_writer(group, spare=True)
             try:
-                await threads.run(threads.WAL, group.wal.prepare)
+                await group.wal.create()
             except Exception:
                 await self._discard_spare(group)
                 raise
@@ -860,7 +859,7 @@ class GroupCommitManager:
         """Abort a spare group's txn and delete its (empty) WAL file."""
         await self._abort(group.txn_id, "group commit: unused spare group")
         if group.wal is not None:
-            await threads.run(threads.WAL, group.wal.delete)
+            group.wal.delete()
 
     def _next_wal_id(self) -> int:
         self._last_wal_id = max(self._last_wal_id + 1, time.time_ns() // 1000)
@@ -872,9 +871,9 @@ class GroupCommitManager:
             group.wal = self._wal_writer(group)
         await group.wal.append_rows(group.label, [(e.sub_label, e.data) for e in entries])
 
-    def _wal_writer(self, group: Group, spare: bool = False) -> WalWriter:
+    def _wal_writer(self, group: Group, spare: bool = False) -> RemoteWalWriter:
         path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
-        return WalWriter(path, on_grow=self._wal_grew, spare=spare)
+        return RemoteWalWriter(self.worker, path, on_grow=self._wal_grew, spare=spare)
 
     def _wal_grew(self, nbytes: int) -> None:
         self.wal_bytes += nbytes
@@ -911,6 +910,22 @@ class GroupCommitManager:
             group.wal.delete()
 
     # --- the merged commit ------------------------------------------------------------
+    async def group_rows(self, group: Group, entries: list[Entry]) -> list[Entry]:
+        """The rows a closed group commits, as entries: what its WAL file holds (every
+        acknowledged async load, in append order), then the entries kept in memory (sync
+        loads, in arrival order). WAL rows of a client label whose load failed after its
+        append (the label was taken meanwhile) are left out."""
+        out: list[Entry] = []
+        wal = group.wal
+        if wal is not None:
+            labels = {e.sub_label for e in entries if e.in_wal and e.sub_label is not None}
+            parts = await asyncio.to_thread(wal_rows, wal.final_path)
+            for sub_label, data in parts:
+                if sub_label is None or sub_label in labels:
+                    out.append(Entry(data=data, sub_label=sub_label, in_wal=True, ready=_done_future(True)))
+        out.extend(e for e in entries if not e.in_wal)
+        return out
+
     async def commit_group(self, group: Group, entries: list[Entry]) -> int:
         """Write the group's rows as one rowset per tablet and commit them once.
 

@@ -376,6 +376,9 @@ def _concat_batches(batches: list[ParsedBatch], max_error_rows: int) -> ParsedBa
     )
 
 
+TOO_MANY_FILTERED = "[DATA_QUALITY_ERROR]too many filtered rows"
+
+
 def filter_ratio_exceeded(total: int, filtered: int, unselected: int, ratio: float) -> bool:
     selected = total - unselected
     return selected > 0 and filtered / selected > ratio
@@ -437,7 +440,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
             result["total"], result["filtered"], result["unselected"], opts.max_filter_ratio
         ):
             reply.number_loaded_rows = 0
-            raise LoadError("[DATA_QUALITY_ERROR]too many filtered rows")
+            raise LoadError(TOO_MANY_FILTERED)
         if result["total"] == 0 and body_len == 0:
             raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 

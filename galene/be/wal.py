@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,7 @@ def _encode_grouped(label: str, rows: list[tuple[str | None, pa.Table]]) -> list
     return out
 
 
-def _decode_payload(payload: bytes) -> list[WalRecord]:
+def _decode_payload(payload: bytes, split: bool = True) -> list[WalRecord]:
     (header_len,) = _HEADER_LEN.unpack_from(payload, 0)
     start = _HEADER_LEN.size
     header = json.loads(payload[start : start + header_len])
@@ -141,6 +142,8 @@ def _decode_payload(payload: bytes) -> list[WalRecord]:
         return [WalRecord(label=label, sub_label=header.get("sub_label"), rows=data.num_rows, data=data)]
     if sum(int(n) for _, n in parts) != data.num_rows:
         raise ValueError("WAL record parts do not add up to its rows")
+    if not split and all(sub is None for sub, _ in parts):
+        return [WalRecord(label=label, sub_label=None, rows=data.num_rows, data=data)]
     records, offset = [], 0
     for sub_label, n in parts:
         records.append(
@@ -150,8 +153,9 @@ def _decode_payload(payload: bytes) -> list[WalRecord]:
     return records
 
 
-def read_wal(path: str | os.PathLike) -> WalReadResult:
-    """Every good record of a WAL file, in order.
+def read_wal(path: str | os.PathLike, split: bool = True) -> WalReadResult:
+    """Every good record of a WAL file, in order (one per load; with `split` False, a
+    record whose loads have no client labels comes back whole).
 
     A record is good when its magic, length and crc32 check out and its payload decodes.
     Zeros to the end of the file are the unused preallocated space (the clean end). At
@@ -183,7 +187,7 @@ def read_wal(path: str | os.PathLike) -> WalReadResult:
         record = None
         if zlib.crc32(payload) == crc:
             try:
-                record = _decode_payload(payload)
+                record = _decode_payload(payload, split)
             except (ValueError, KeyError, TypeError, pa.ArrowInvalid, json.JSONDecodeError, struct.error):
                 record = None
         if record is None:
@@ -201,6 +205,22 @@ def read_wal(path: str | os.PathLike) -> WalReadResult:
         pos = end
         valid = end
     return WalReadResult(records=records, valid_bytes=valid, discarded_bytes=discarded, torn_tail=torn)
+
+
+def wal_rows(path: str | os.PathLike) -> list[tuple[str | None, pa.Table]]:
+    """(client label, rows) of a WAL file in append order, loads without a client label
+    of one record as one table; [] when the file does not exist (nothing was written)."""
+    try:
+        result = read_wal(path, split=False)
+    except FileNotFoundError:
+        return []
+    if result.discarded_bytes:
+        log.warning(
+            "WAL %s: %d bytes of unacknowledged (torn or corrupt) records left out",
+            path,
+            result.discarded_bytes,
+        )
+    return [(r.sub_label, r.data) for r in result.records]
 
 
 def wal_dir(root: Path, db_id: int, table_id: int) -> Path:
@@ -250,7 +270,9 @@ class WalWriter:
     Appends that arrive while a write+fsync is running are written together by the next
     (group fsync), and the rows appended with `append_rows` are encoded there, in the worker
     thread, as ONE record per fsync: a small load pays neither an fsync nor an Arrow IPC
-    encoding of its own. A failed write is zeroed again and the next one starts at the same
+    encoding of its own. A worker thread that already holds a batch of rows (the small-load
+    lane, right after parsing them) writes them with `write_rows_sync` instead, saving the
+    hops through the event loop; a lock keeps the two paths' writes apart. A failed write is zeroed again and the next one starts at the same
     offset, so a later record never follows garbage; if even that fails the writer refuses
     further appends. `on_grow(n)` learns of every n bytes written.
     """
@@ -268,6 +290,7 @@ class WalWriter:
         self._broken: BaseException | None = None
         self._on_grow = on_grow
         self._allocated = 0  # bytes of the file (records + zeroed preallocated space)
+        self._lock = threading.Lock()  # one write at a time (worker threads of two paths)
 
     def _open(self) -> None:
         if self._fd is None:
@@ -287,6 +310,15 @@ class WalWriter:
         append: the file creation's fsyncs then stay off the reply path."""
         self._open()
 
+    async def create(self) -> None:
+        """`prepare` in the WAL thread pool."""
+        await threads.run(threads.WAL, self.prepare)
+
+    def grew(self, nbytes: int) -> None:
+        """`write_rows_sync` (a worker thread) wrote `nbytes`: tell `on_grow`, on the loop."""
+        if self._on_grow is not None and nbytes:
+            self._on_grow(nbytes)
+
     def _preallocate(self, nbytes: int) -> None:
         """Reserve space (zeros) past the records, and make the new size durable once: the
         fdatasync of each append then writes data blocks only, with no file-size change
@@ -296,8 +328,19 @@ class WalWriter:
         os.fsync(self._fd)
         self._allocated += nbytes
 
+    def write_rows_sync(self, label: str, parts: list[tuple[str | None, pa.Table]]) -> int:
+        """Worker thread: encode the rows of group `label` as one record, write and fsync it
+        now; returns the bytes written (the caller reports them to `on_grow`)."""
+        if self._broken is not None:
+            raise OSError(f"WAL {self.path} is unusable after a failed write: {self._broken}")
+        return self._write_sync([_Rows(label, parts)])
+
     def _write_sync(self, items: list[object]) -> int:
         """Worker thread: encode pending rows, write everything, fsync; returns bytes written."""
+        with self._lock:
+            return self._write_locked(items)
+
+    def _write_locked(self, items: list[object]) -> int:
         chunks: list[bytes] = []
         label = ""
         parts: list[tuple[str | None, pa.Table]] = []  # consecutive row appends: one record

@@ -28,6 +28,13 @@ class GaleneError(Exception):
         return self.message
 
 
+def error_message(e: BaseException) -> str:
+    """The text a reply shows for `e`: its Doris message, or an INTERNAL_ERROR naming it."""
+    if isinstance(e, GaleneError):
+        return e.message
+    return f"[INTERNAL_ERROR]{type(e).__name__}: {e}"
+
+
 class AnalysisError(GaleneError):
     """Semantic error in a statement (unknown names, bad definitions)."""
 
