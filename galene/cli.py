@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 
+from galene.common.threads import disable_pyarrow_signal_handlers
 from galene.config import Config, load_config
 
 
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.cmd in ("start", "fe"):
         check_java()
+    disable_pyarrow_signal_handlers()
     cfg = make_config(args)
     _run(_serve(cfg, args.cmd))
 

@@ -1,10 +1,11 @@
 """Parsing many small CSV bodies of one table in one pyarrow call.
 
-pyarrow's CSV reader costs ~200 µs per call whatever the size, far above the cost of the
-ten rows a logging client sends; small bodies that arrive together are therefore joined,
-parsed once and split back by row counts. Only a batch that parses cleanly (direct
-conversion, no rejected row, one row per line) is split; anything else is parsed body by
-body, so every load gets exactly the counts and errors it would get alone.
+pyarrow's CSV reader costs ~150 µs per call whatever the size, far above the cost of the
+ten rows a logging client sends; small bodies that arrive together are therefore joined
+and parsed once, each load's counts read off its line count. Only a batch that parses
+cleanly (direct conversion, no rejected row, one row per line) is taken whole; anything
+else is parsed body by body, so every load gets exactly the counts, errors and
+max_filter_ratio verdict it would get alone.
 """
 
 from __future__ import annotations
@@ -62,66 +63,53 @@ def rows_in(body: bytes) -> int:
 
 def parse_together(
     bodies: list[bytes], table: Table, opts: LoadOptions, max_error_rows: int
-) -> list[ParsedBatch | Exception]:
-    """One parse of the joined bodies, split back by row counts; or, when the
-    whole is not clean, each body alone (its own result or its own error)."""
-    return _parse_together(bodies, table, opts, max_error_rows)[0]
+) -> tuple[list[int] | None, ParsedBatch | None]:
+    """One parse of the joined bodies: (rows of each body, the whole batch) when the whole
+    parsed cleanly (every line one row, nothing filtered), else (None, None)."""
+    counts = [rows_in(b) for b in bodies]
+    combined = b"".join(b if b.endswith(b"\n") else b + b"\n" for b in bodies)
+    try:
+        whole = parse_body(combined, table, opts, max_error_rows)
+    except Exception:  # noqa: BLE001 - each body is parsed alone and gets its own error
+        return None, None
+    total = sum(counts)
+    if (
+        whole.num_total == total
+        and whole.data.num_rows == total
+        and not whole.num_filtered
+        and not whole.num_unselected
+        and not whole.errors
+    ):
+        return counts, whole
+    return None, None
 
 
-def _parse_together(
+# A lane load's answer: (status, total, filtered, unselected, loaded, errors). status is None
+# when the load passed, else its failure message; errors are its rejected rows (or None).
+LaneAnswerTuple = tuple
+
+
+def parse_lane_loads(
     bodies: list[bytes], table: Table, opts: LoadOptions, max_error_rows: int
-) -> tuple[list[ParsedBatch | Exception], pa.Table | None]:
-    """`parse_together`, plus the joined table when the bodies were parsed as one."""
+) -> tuple[list[LaneAnswerTuple], pa.Table | None]:
+    """Parse small loads together and judge each against max_filter_ratio (the ingest
+    worker's step for SmallLoadLane loads). Returns each load's answer and the rows of the
+    loads that passed, as one table (None when none passed)."""
     if len(bodies) > 1:
-        combined = b"".join(b if b.endswith(b"\n") else b + b"\n" for b in bodies)
-        counts = [rows_in(b) for b in bodies]
-        try:
-            whole = parse_body(combined, table, opts, max_error_rows)
-        except Exception:  # noqa: BLE001 - each body is parsed alone below and gets its own error
-            whole = None
-        total = sum(counts)
-        if (
-            whole is not None
-            and whole.num_total == total
-            and whole.data.num_rows == total
-            and not whole.num_filtered
-            and not whole.num_unselected
-            and not whole.errors
-        ):
-            split: list[ParsedBatch | Exception] = []
-            start = 0
-            for n in counts:
-                split.append(ParsedBatch(data=whole.data.slice(start, n), num_total=n, num_filtered=0))
-                start += n
-            return split, whole.data
+        counts, whole = parse_together(bodies, table, opts, max_error_rows)
+        if whole is not None:  # the common case: one parse, every load passed
+            return [(None, n, 0, 0, n, None) for n in counts], whole.data
     results: list[ParsedBatch | Exception] = []
     for body in bodies:
         try:
             results.append(parse_body(body, table, opts, max_error_rows))
         except Exception as e:  # noqa: BLE001 - the load's own parse error
             results.append(e)
-    return results, None
-
-
-# A lane load's answer: (status, total, filtered, unselected, loaded, errors, rows). status is
-# None when the load passed, else its failure message; errors are its rejected rows (or None);
-# rows, on at most one answer of a parse, are the rows of every load of it that passed.
-LaneAnswerTuple = tuple
-
-
-def parse_lane_loads(
-    bodies: list[bytes], table: Table, opts: LoadOptions, max_error_rows: int, to_wal: bool
-) -> tuple[list[LaneAnswerTuple], pa.Table | None]:
-    """Parse small loads together and judge each against max_filter_ratio (the ingest
-    worker's step for SmallLoadLane loads). Returns each load's answer and the rows of the
-    loads that passed, as one table (None when none passed). Unless they go to the WAL
-    (`to_wal`), those rows also ride on the answer of the last load that passed."""
-    results, whole = _parse_together(bodies, table, opts, max_error_rows)
     answers: list[LaneAnswerTuple] = []
     passed: list[bool] = []
     for r in results:
         if isinstance(r, Exception):
-            answers.append((error_message(r), 0, 0, 0, 0, None, None))
+            answers.append((error_message(r), 0, 0, 0, 0, None))
             passed.append(False)
             continue
         ok = not filter_ratio_exceeded(r.num_total, r.num_filtered, r.num_unselected, opts.max_filter_ratio)
@@ -133,19 +121,10 @@ def parse_lane_loads(
                 r.num_unselected,
                 r.data.num_rows if ok else 0,
                 r.errors[:max_error_rows] or None,
-                None,
             )
         )
         passed.append(ok)
-    if not any(passed):
+    tables = [r.data for r, p in zip(results, passed, strict=True) if p]  # type: ignore[union-attr]
+    if not tables:
         return answers, None
-    if whole is not None and all(passed):
-        rows = whole
-    else:
-        tables = [r.data for r, p in zip(results, passed, strict=True) if p]  # type: ignore[union-attr]
-        # One contiguous table: a slice pickled to the BE would carry its whole parent buffer.
-        rows = (tables[0] if len(tables) == 1 else pa.concat_tables(tables)).combine_chunks()
-    if not to_wal:
-        last = max(i for i, p in enumerate(passed) if p)
-        answers[last] = (*answers[last][:6], rows)
-    return answers, rows
+    return answers, tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()

@@ -224,6 +224,11 @@ class Group:
     begun_at: float = 0.0  # time.monotonic() of its txn begin
     lane_pending: int = 0  # SmallLoadLane loads sent to the ingest worker, not yet answered
     lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
+    flushing: bool = False  # its flush took the entries: later lane rows are not loaded
+    max_bytes: int = DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
+
+    def lane_answered_cb(self, _answer: asyncio.Future) -> None:
+        self.lane_answered()
 
     def lane_answered(self) -> None:
         self.lane_pending -= 1
@@ -346,7 +351,7 @@ class GroupCommitQueue:
 
     def add_bytes(self, group: Group, nbytes: int) -> None:
         group.bytes += nbytes
-        if group.table is not None and group.bytes >= data_bytes(group.table):
+        if group.bytes >= group.max_bytes:
             self.close(group)
 
     async def enroll(self, entry: Entry, table: Table) -> Group:
@@ -372,6 +377,8 @@ class GroupCommitQueue:
             # Closed: no load joins any more. Lane answers may still add (memory) entries.
             await group.lanes_done()
             await asyncio.gather(*(e.ready for e in group.entries), return_exceptions=True)
+            group.flushing = True
+            self.manager.lane.forget(group)
             entries = [
                 e
                 for e in group.entries
@@ -420,12 +427,13 @@ class SmallLoadLane:
     it together, writes those of a WAL file as one record with one fsync, and answers each
     load with its own counts, errors and max_filter_ratio verdict. async_mode loads are
     answered once durable; their rows stay in the WAL file, which the group's flush reads.
-    Memory loads (sync_mode, or a full WAL) get their rows back, one table per parse, and
-    those join the group as an entry. The group's flush waits for every lane answer.
+    The rows of memory loads (sync_mode, or a full WAL) come back once per parse, ahead of
+    their answers, and join the group as an entry. The group's flush waits for every answer.
     """
 
     def __init__(self, manager: GroupCommitManager):
         self.manager = manager
+        self._memory_groups: dict[str, Group] = {}  # label -> group awaiting memory rows
 
     async def submit(
         self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
@@ -440,21 +448,24 @@ class SmallLoadLane:
         # Joined: the group's flush now waits for this load's answer (no await before this).
         group.lane_pending += 1
         try:
-            if in_wal and group.wal is None:
-                group.wal = manager._wal_writer(group)
+            if in_wal:
+                if group.wal is None:
+                    group.wal = manager._wal_writer(group)
+                target = str(group.wal.final_path)
+            else:
+                target = ""
+                self._memory_groups[group.label] = group
             key_id = worker.parse_key(key, table, opts, manager.be.max_error_rows)
-            answer = worker.request(
-                "load", key_id, str(group.wal.final_path) if in_wal else "", group.label, body
-            )
+            answer = worker.request("load", key_id, target, group.label, body)
         except BaseException:
             group.lane_answered()
             raise
-        answer.add_done_callback(lambda f: self._answered(group, f))
+        # The group's count drops when the answer comes, or when this load gives up waiting
+        # (then its rows may still become durable: an unanswered load is loaded at most once).
+        answer.add_done_callback(group.lane_answered_cb)
         queue.add_bytes(group, len(body))
-        # Shielded: a load that gives up waiting must not cancel the answer the group's flush
-        # counts on (its rows may be durable by now: an unanswered load is loaded at most once).
         try:
-            status, total, filtered, unselected, loaded, errors, _ = await asyncio.shield(answer)
+            status, total, filtered, unselected, loaded, errors = await answer
         except IngestWorkerError as e:
             return LaneOutcome(answered_at=time.monotonic(), error=e)
         out = LaneOutcome(
@@ -470,18 +481,17 @@ class SmallLoadLane:
             out.error = LoadError(status)
         return out
 
-    def _answered(self, group: Group, answer: asyncio.Future) -> None:
-        """Done callback of a lane request: a memory load's answer may carry the rows of its
-        whole parse, which join the group before the group may flush."""
-        try:
-            if not answer.cancelled() and answer.exception() is None:
-                rows = answer.result()[6]
-                if rows is not None:
-                    group.entries.append(
-                        Entry(data=rows, sub_label=None, in_wal=False, ready=_done_future(True), nbytes=0)
-                    )
-        finally:
-            group.lane_answered()
+    def rows_arrived(self, label: str, rows: pa.Table) -> None:
+        """The worker's notice: the rows of memory loads of group `label` (one parse's worth),
+        sent ahead of those loads' answers."""
+        group = self._memory_groups.get(label)
+        if group is not None and not group.flushing:
+            group.entries.append(
+                Entry(data=rows, sub_label=None, in_wal=False, ready=_done_future(True), nbytes=0)
+            )
+
+    def forget(self, group: Group) -> None:
+        self._memory_groups.pop(group.label, None)
 
 
 @dataclass
@@ -508,6 +518,7 @@ class GroupCommitManager:
         # Lane loads and every WAL write go to the ingest worker (a child process, or two
         # threads of this one; see there).
         self.worker = IngestWorker(in_process=not be.cfg.group_commit_ingest_worker)
+        self.worker.on_rows = self.lane.rows_arrived
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
         self._tasks: set[asyncio.Task] = set()
         self._last_wal_id = 0
@@ -577,6 +588,7 @@ class GroupCommitManager:
             raise FeRefused(body)
         group.txn_id = int(body["txn_id"])
         group.table = msgspec.convert(body["table"], Table)
+        group.max_bytes = data_bytes(group.table)
 
     # --- the load path ----------------------------------------------------------------
     async def maybe_execute(self, request, db: str, table_name: str, auth, opts: LoadOptions):

@@ -495,6 +495,8 @@ def check_body_framing(request) -> None:
 def check_header_text(headers) -> None:
     """Header values must be UTF-8 text (aiohttp keeps other bytes as surrogates)."""
     for name, value in headers.items():
+        if value.isascii():
+            continue
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

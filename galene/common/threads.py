@@ -10,6 +10,8 @@ path therefore get pools of their own:
 - `WAL`: WAL appends and WAL file creation (fsync-bound).
 
 `run(pool, fn, *args)` is `asyncio.to_thread` for a given pool (context variables included).
+Also here: the process-wide switch that keeps pyarrow's per-call signal handling off the
+load path (`disable_pyarrow_signal_handlers`).
 """
 
 from __future__ import annotations
@@ -27,3 +29,12 @@ async def run(pool: ThreadPoolExecutor, fn, /, *args):
     """Run `fn(*args)` in `pool` and await its result."""
     ctx = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(ctx.run, fn, *args))
+
+
+def disable_pyarrow_signal_handlers() -> None:
+    """pyarrow installs and restores SIGINT handlers around every read it does on a
+    process's main thread (so Ctrl-C can interrupt it): ~50 µs per CSV parse, which the
+    many small loads pay. Galene's servers handle their signals themselves."""
+    import pyarrow
+
+    pyarrow.enable_signal_handlers(False)

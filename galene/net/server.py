@@ -240,6 +240,13 @@ class Metrics:
                 self._help[name] = help
 
     def inc(self, name: str, value: float = 1, **labels: Any) -> None:
+        if not labels and value >= 0:
+            # The common case (several per stream load): an existing counter without labels.
+            series = self._values.get(name)
+            if series is not None and self._kinds.get(name) == "counter":
+                with self._lock:
+                    series[()] = series.get((), 0) + value
+                return
         with self._lock:
             kind = self._kind(name, "counter")
             if kind == "summary":
