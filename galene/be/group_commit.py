@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
+from galene.be.load_headers import GROUP_COMMIT_MODES, LoadHeaders
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, parse_body
 from galene.be.routing import route_rows
@@ -68,12 +69,11 @@ from galene.be.wal import (
 )
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
+from galene.net.deadline import SharedDeadlines
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
 
 log = logging.getLogger(__name__)
 
-MODES = ("async_mode", "sync_mode", "off_mode")
-INVALID_MODE = "[INVALID_ARGUMENT]group_commit can only be [async_mode, sync_mode, off_mode]"
 GROUP_LABEL_PREFIX = "group_commit_"
 DEFAULT_INTERVAL_MS = 10000
 DEFAULT_DATA_BYTES = 134217728
@@ -94,20 +94,9 @@ def new_group_label() -> str:
     return f"{GROUP_LABEL_PREFIX}{h[:16]}_{h[16:]}"
 
 
-def requested_mode(headers) -> str | None:
-    """The `group_commit` header (any case), validated; None when absent."""
-    raw = headers.get("group_commit")
-    if raw is None or not raw.strip():
-        return None
-    mode = raw.strip().lower()
-    if mode not in MODES:
-        raise LoadError(INVALID_MODE)
-    return mode
-
-
 def table_mode(table: Table) -> str:
     mode = table.properties.get("group_commit_mode", "off_mode").strip().lower()
-    return mode if mode in MODES else "off_mode"
+    return mode if mode in GROUP_COMMIT_MODES else "off_mode"
 
 
 def _int_property(table: Table, name: str, default: int) -> int:
@@ -124,20 +113,6 @@ def interval_s(table: Table) -> float:
 
 def data_bytes(table: Table) -> int:
     return _int_property(table, "group_commit_data_bytes", DEFAULT_DATA_BYTES)
-
-
-def falls_back_to_off(headers) -> bool:
-    """Doris loads these without group commit: 2PC, explicit partitions, partial updates."""
-
-    def flag(name: str) -> bool:
-        return (headers.get(name) or "").strip().lower() == "true"
-
-    return (
-        flag("two_phase_commit")
-        or bool((headers.get("partitions") or "").strip())
-        or bool((headers.get("temporary_partitions") or "").strip())
-        or flag("partial_columns")
-    )
 
 
 @dataclass
@@ -515,6 +490,7 @@ class GroupCommitManager:
         self.queues: dict[tuple[int, int], GroupCommitQueue] = {}
         self.tables = TableInfoCache(self)
         self.lane = SmallLoadLane(self)
+        self.deadlines = SharedDeadlines()
         # Lane loads and every WAL write go to the ingest worker (a child process, or two
         # threads of this one; see there).
         self.worker = IngestWorker(in_process=not be.cfg.group_commit_ingest_worker)
@@ -591,12 +567,14 @@ class GroupCommitManager:
         group.max_bytes = data_bytes(group.table)
 
     # --- the load path ----------------------------------------------------------------
-    async def maybe_execute(self, request, db: str, table_name: str, auth, opts: LoadOptions):
+    async def maybe_execute(self, request, db: str, table_name: str, lh: LoadHeaders):
         """The group-commit reply for this load, or None when it runs without group commit."""
-        headers = request.headers
-        mode = requested_mode(headers)  # an invalid value fails the load (Doris' text)
-        if mode == "off_mode" or falls_back_to_off(headers):
+        if lh.group_commit_error is not None:  # an invalid value fails the load (Doris' text)
+            raise LoadError(lh.group_commit_error)
+        mode = lh.group_commit
+        if mode == "off_mode" or lh.no_group_commit:
             return None
+        auth = lh.auth
         if mode is None:
             try:
                 table = await self.tables.get(db, table_name, auth[0], auth[1])
@@ -605,22 +583,23 @@ class GroupCommitManager:
             mode = table_mode(table)
             if mode == "off_mode":
                 return None
-        return await self.execute(request, db, table_name, mode, auth, opts)
+        return await self.execute(request, db, table_name, mode, lh)
 
     async def execute(
-        self, request, db: str, table_name: str, mode: str, auth, opts: LoadOptions
+        self, request, db: str, table_name: str, mode: str, lh: LoadHeaders
     ) -> GroupCommitReply:
         t0 = time.monotonic()
         be = self.be
-        client_label = (request.headers.get("label") or "").strip() or None
+        auth, opts, client_label = lh.auth, lh.opts, lh.client_label
         reply = GroupCommitReply(label=client_label or "", client_label=client_label)
         queue: GroupCommitQueue | None = None
         group: Group | None = None
         claimed = False
         # One deadline (the load's `timeout`) over every wait of the load; `stage` names the
-        # wait it expired in. One scope, not one per await: each costs a timer handle.
+        # wait it expired in. One scope, not one per await, on a timer shared by the loads
+        # whose deadlines fall in the same 50 ms.
         stage = "group commit WAL recovery"
-        scope = asyncio.timeout(opts.timeout_s)
+        scope = self.deadlines.scope(opts.timeout_s)
         try:
             async with scope:
                 if not self.ready.is_set():

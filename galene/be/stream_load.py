@@ -10,7 +10,6 @@ transaction and deletes the files written, so nothing partial ever becomes visib
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from galene.be.load_headers import read_load_headers
 from galene.be.load_options import LoadOptions
 from galene.be.parse import ParsedBatch, RowError, parse_body
 from galene.be.routing import route_rows
@@ -100,17 +100,6 @@ class StreamLoadReply:
             return msgspec.json.format(msgspec.json.encode(d), indent=4) + b"\n"
         except UnicodeEncodeError:  # a header that was not UTF-8 (e.g. the label) echoed back
             return (json.dumps(d, indent=4) + "\n").encode()
-
-
-def parse_basic_auth(header: str | None) -> tuple[str, str] | None:
-    if not header or not header.lower().startswith("basic "):
-        return None
-    try:
-        raw = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):  # binascii.Error is a ValueError
-        return None
-    user, _, password = raw.partition(":")
-    return user, password
 
 
 def new_label() -> str:
@@ -387,29 +376,26 @@ def filter_ratio_exceeded(total: int, filtered: int, unselected: int, ratio: flo
 async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLoadReply:
     """Run one stream load; always returns a reply (errors become Status Fail)."""
     t0 = time.monotonic()
-    reply = StreamLoadReply()
-    headers = request.headers
-    reply.label = headers.get("label") or ""  # generated below when group commit does not take the load
     txn_id = 0
     written: list[Rowset] = []
-    fe = FeTxnClient(be)
     try:
-        auth = parse_basic_auth(headers.get("Authorization"))
-        if auth is None and request.url.user is not None:
-            auth = (request.url.user, request.url.password or "")
-        if auth is None:
-            raise LoadError("no valid Basic authorization")
-        check_body_framing(request)
-        check_header_text(headers)
-        opts = LoadOptions.from_headers(headers)
+        lh = read_load_headers(request)
         # Group commit (header `group_commit` or table property) has its own flow and reply.
         group_commit = getattr(be, "group_commit", None)
         if group_commit is not None:
-            gc_reply = await group_commit.maybe_execute(request, db, table_name, auth, opts)
+            gc_reply = await group_commit.maybe_execute(request, db, table_name, lh)
             if gc_reply is not None:
                 return gc_reply
-        reply.label = reply.label or new_label()
-        reply.two_phase_commit = headers.get("two_phase_commit", "").strip().lower() == "true"
+    except LoadError as e:  # refused before anything began
+        reply = StreamLoadReply(
+            status="Fail", message=e.message, label=request.headers.get("label") or new_label()
+        )
+        reply.load_time_ms = int((time.monotonic() - t0) * 1000)
+        return reply
+    reply = StreamLoadReply(label=lh.label or new_label(), two_phase_commit=lh.two_phase)
+    auth, opts = lh.auth, lh.opts
+    fe = FeTxnClient(be)
+    try:
         # One deadline for the whole load (Doris' `timeout`): the FE aborts the txn at the
         # same age, so the BE stops first, aborts and deletes what it wrote.
         deadline = time.monotonic() + opts.timeout_s
@@ -477,30 +463,6 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
     reply.label = reply.label or new_label()  # a load refused before it began still has one
     reply.load_time_ms = int((time.monotonic() - t0) * 1000)
     return reply
-
-
-def check_body_framing(request) -> None:
-    """Doris' rule: a load body has exactly one of Content-Length or chunked encoding."""
-    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
-    has_length = "Content-Length" in request.headers
-    if not has_length and not chunked:
-        raise LoadError(
-            "[INTERNAL_ERROR]content_length is empty and transfer-encoding!=chunked, "
-            "please set content_length or transfer-encoding=chunked"
-        )
-    if has_length and chunked:  # aiohttp's parser already refuses this with a 400
-        raise LoadError("[INTERNAL_ERROR]please do not set both content_length and transfer-encoding")
-
-
-def check_header_text(headers) -> None:
-    """Header values must be UTF-8 text (aiohttp keeps other bytes as surrogates)."""
-    for name, value in headers.items():
-        if value.isascii():
-            continue
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise LoadError(f"[INVALID_ARGUMENT]the value of header {name} is not valid UTF-8") from None
 
 
 def _load_timeout(opts: LoadOptions) -> LoadError:

@@ -19,7 +19,7 @@ import msgspec
 from aiohttp import web
 
 from galene.be import two_phase
-from galene.be.stream_load import parse_basic_auth
+from galene.be.load_headers import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict

@@ -238,3 +238,43 @@ def test_sync_loads_from_many_clients_share_merged_transactions(galene, db):
     assert _count(galene, db) == 160
     per_tablet = _parquet_per_tablet((_table_dirs(galene) - before).pop())
     assert sum(per_tablet.values()) <= 2 * len(txns)
+
+
+def test_group_commit_load_that_trickles_past_its_timeout_fails_and_loads_nothing(galene, db):
+    """The load's `timeout` bounds every wait of a group-commit load (shared deadline timers)."""
+    import json
+    import socket
+
+    _create(galene, db, {"group_commit_interval_ms": "300"})
+    head = (
+        f"PUT /api/{db}/t/_stream_load HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: {auth_header()['Authorization']}\r\n"
+        "group_commit: async_mode\r\ncolumn_separator: ,\r\ntimeout: 2\r\n"
+        "Content-Length: 100000\r\n\r\n"
+    ).encode()
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", galene.be_http_port)) as sock:
+        sock.sendall(head)
+        sock.settimeout(0.25)
+        raw = b""
+        for i in range(120):  # trickle rows until the BE answers (it must, after ~2 s)
+            try:
+                sock.sendall(f"{i},x\n".encode())
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            raw += chunk
+            if b"\r\n\r\n" in raw and raw.rstrip().endswith(b"}"):
+                break
+    took = time.monotonic() - t0
+    assert raw.startswith(b"HTTP/1.1 200"), raw[:200]
+    reply = json.loads(raw.partition(b"\r\n\r\n")[2])
+    assert reply["Status"] == "Fail" and reply["GroupCommit"] is True
+    assert "[TIMEOUT]group commit load timed out while reading the body" in reply["Message"], reply
+    assert 2 <= took < 10
+    time.sleep(0.8)  # a group interval: nothing of it may become visible
+    assert _count(galene, db) == 0

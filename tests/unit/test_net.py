@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from galene.net.client import TOKEN_HEADER, RpcClient, RpcUnavailable, TunedConnector, tune_socket
-from galene.net.deadline import DeadlineExceeded, with_deadline
+from galene.net.deadline import DeadlineExceeded, SharedDeadlines, with_deadline
 from galene.net.failure import FailureDetector
 from galene.net.server import (
     PROMETHEUS_CONTENT_TYPE,
@@ -321,6 +321,42 @@ def test_with_deadline_returns_the_value_and_keeps_inner_timeouts_distinct():
         assert not isinstance(caught.value, DeadlineExceeded)
         with pytest.raises(DeadlineExceeded, match="heartbeat to be1:9050 did not finish"):
             await with_deadline(asyncio.Event().wait(), 0.05, "heartbeat", peer="be1:9050")
+
+    run(scenario())
+
+
+def test_shared_deadlines_expire_waits_late_by_at_most_the_resolution_and_share_timers():
+    async def scenario():
+        deadlines = SharedDeadlines(resolution=0.05)
+        loop = asyncio.get_running_loop()
+
+        async def wait(seconds: float, for_s: float):
+            scope = deadlines.scope(seconds)
+            t0 = loop.time()
+            try:
+                async with scope:
+                    await asyncio.sleep(for_s)
+                return "done", scope.expired(), loop.time() - t0
+            except TimeoutError:
+                return "timeout", scope.expired(), loop.time() - t0
+
+        tasks = [asyncio.ensure_future(wait(0.1, 5)) for _ in range(50)]
+        tasks.append(asyncio.ensure_future(wait(5, 0.01)))
+        await asyncio.sleep(0)
+        # Fifty waits with one timeout share one timer (two if a slot boundary fell between).
+        assert len(deadlines._slots) <= 3
+        results = await asyncio.gather(*tasks)
+        for kind, expired, took in results[:50]:
+            assert kind == "timeout" and expired and 0.1 <= took < 0.1 + 0.05 + 0.5
+        assert results[50][:2] == ("done", False)
+
+        # A cancellation from outside stays a cancellation, and the wait leaves its slot.
+        task = asyncio.ensure_future(wait(5, 5))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert all(not slot for slot in deadlines._slots.values())
 
     run(scenario())
 
