@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import logging
 import os
@@ -18,7 +17,7 @@ import signal
 import subprocess
 import sys
 
-from galene.common.threads import disable_pyarrow_signal_handlers
+from galene.common.process import disable_pyarrow_signal_handlers, settle_heap
 from galene.config import Config, load_config
 
 
@@ -137,16 +136,7 @@ async def _serve(cfg: Config, role: str) -> None:
                 f"ALTER SYSTEM ADD BACKEND '{be.host}:{be.http_port}';",
                 flush=True,
             )
-        # Everything allocated so far (modules, Spark's py4j objects, the recovered catalog)
-        # lives as long as the process: keep it out of the cyclic GC's full collections,
-        # whose pauses otherwise grow with it and stall every in-flight request.
-        gc.collect()
-        gc.freeze()
-        # A small load allocates a few dozen short-lived containers; with the default gen-0
-        # threshold (700) the collector ran hundreds of times a second under thousands of
-        # loads a second (~5% of the BE's CPU). Most of those objects are freed by refcount
-        # before a larger threshold is reached, so collections get rarer, not longer.
-        gc.set_threshold(20000, 20, 20)
+        settle_heap()
         await stop.wait()
     finally:
         print("Galene stopping...", flush=True)

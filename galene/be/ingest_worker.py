@@ -47,7 +47,7 @@ import threading
 from pathlib import Path
 
 from galene.common.errors import GaleneError, error_message
-from galene.common.threads import disable_pyarrow_signal_handlers
+from galene.common.process import disable_pyarrow_signal_handlers
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +411,7 @@ class _Worker:
         return writes
 
     def _run_file_ops(self, ops: list[tuple]) -> list[tuple]:
-        from galene.be.wal import _Rows
+        from galene.be.wal import Rows
 
         replies: list[tuple] = []
         i = 0
@@ -423,9 +423,9 @@ class _Worker:
                     j += 1
                 run = ops[i:j]
                 # (label, parts) of every write: a lane's rows are one part (no client label)
-                items = [_Rows(o[3], [(None, o[4])] if o[1] == "write" else o[4]) for o in run]
+                items = [Rows(o[3], [(None, o[4])] if o[1] == "write" else o[4]) for o in run]
                 try:
-                    grown = self.writer(final)._write_sync(items)
+                    grown = self.writer(final).write(items)
                     error = None
                 except Exception as e:  # noqa: BLE001 - every waiter learns the failure
                     grown, error = 0, f"WAL append to {final} failed: {e}"

@@ -1,7 +1,7 @@
 """The BE's write-ahead log for group commit: one file per merged transaction (group).
 
-Owns the on-disk record format, appending with fsync (several concurrent appends share one
-fsync), reading back with torn-tail detection, and the directory layout
+Owns the on-disk record format, writing with fdatasync (what is gathered for a file meanwhile
+shares one record and one fsync), reading back with torn-tail detection, and the layout
 `<be dir>/wal/<db_id>/<table_id>/<wal_id>_<group label>`.
 
 A record is
@@ -19,12 +19,10 @@ writing it) was never acknowledged and is discarded.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 import struct
-import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,6 @@ import msgspec
 import pyarrow as pa
 from pyarrow import ipc
 
-from galene.common import threads
 from galene.common.files import fsync_path
 
 log = logging.getLogger(__name__)
@@ -97,8 +94,8 @@ MAX_GROUPED_RECORD_BYTES = 256 << 20
 
 
 @dataclass
-class _Rows:
-    """Pending rows of one group's loads, encoded at write time."""
+class Rows:
+    """Rows of loads of one group (client label, rows) each, encoded at write time."""
 
     label: str
     parts: list[tuple[str | None, pa.Table]]
@@ -265,32 +262,26 @@ def list_wal_files(root: Path) -> list[WalFile]:
 
 
 class WalWriter:
-    """Appends to one WAL file; an append returns once it is fsynced.
+    """Writes one WAL file (the ingest worker's: `galene.be.ingest_worker`, one writer per file).
 
-    Appends that arrive while a write+fsync is running are written together by the next
-    (group fsync), and the rows appended with `append_rows` are encoded there, in the worker
-    thread, as ONE record per fsync: a small load pays neither an fsync nor an Arrow IPC
-    encoding of its own. A worker thread that already holds a batch of rows (the small-load
-    lane, right after parsing them) writes them with `write_rows_sync` instead, saving the
-    hops through the event loop; a lock keeps the two paths' writes apart. A failed write is zeroed again and the next one starts at the same
+    `write(items)` encodes the rows of every `Rows` item of one group as ONE record (raw
+    encoded records pass through), writes them in place after the last record and
+    fdatasyncs: what the worker gathered for the file meanwhile shares one fsync and one
+    Arrow IPC encoding. A failed write is zeroed again and the next one starts at the same
     offset, so a later record never follows garbage; if even that fails the writer refuses
-    further appends. `on_grow(n)` learns of every n bytes written.
+    further writes.
     """
 
-    def __init__(self, path: Path, on_grow=None, spare: bool = False):
+    def __init__(self, path: Path, spare: bool = False):
         # A spare (a file created ahead for a group that has no loads yet) carries
-        # SPARE_SUFFIX until its first append renames it; recovery reads both names alike,
+        # SPARE_SUFFIX until its first write renames it; recovery reads both names alike,
         # so the rename needs no directory fsync.
         self.final_path = path
         self.path = path.with_name(path.name + SPARE_SUFFIX) if spare else path
         self.size = 0
         self._fd: int | None = None
-        self._pending: list[tuple[object, asyncio.Future]] = []
-        self._drainer: asyncio.Task | None = None
         self._broken: BaseException | None = None
-        self._on_grow = on_grow
         self._allocated = 0  # bytes of the file (records + zeroed preallocated space)
-        self._lock = threading.Lock()  # one write at a time (worker threads of two paths)
 
     def _open(self) -> None:
         if self._fd is None:
@@ -306,18 +297,9 @@ class WalWriter:
                 self.size = read_wal(self.path).valid_bytes
 
     def prepare(self) -> None:
-        """Create (and preallocate) the file now, in a worker thread, ahead of the first
-        append: the file creation's fsyncs then stay off the reply path."""
+        """Create (and preallocate) the file now, ahead of the first write: the file
+        creation's fsyncs then stay off the reply path."""
         self._open()
-
-    async def create(self) -> None:
-        """`prepare` in the WAL thread pool."""
-        await threads.run(threads.WAL, self.prepare)
-
-    def grew(self, nbytes: int) -> None:
-        """`write_rows_sync` (a worker thread) wrote `nbytes`: tell `on_grow`, on the loop."""
-        if self._on_grow is not None and nbytes:
-            self._on_grow(nbytes)
 
     def _preallocate(self, nbytes: int) -> None:
         """Reserve space (zeros) past the records, and make the new size durable once: the
@@ -328,24 +310,15 @@ class WalWriter:
         os.fsync(self._fd)
         self._allocated += nbytes
 
-    def write_rows_sync(self, label: str, parts: list[tuple[str | None, pa.Table]]) -> int:
-        """Worker thread: encode the rows of group `label` as one record, write and fsync it
-        now; returns the bytes written (the caller reports them to `on_grow`)."""
+    def write(self, items: list[Rows | bytes]) -> int:
+        """Encode, write and fdatasync `items`; returns the bytes written."""
         if self._broken is not None:
             raise OSError(f"WAL {self.path} is unusable after a failed write: {self._broken}")
-        return self._write_sync([_Rows(label, parts)])
-
-    def _write_sync(self, items: list[object]) -> int:
-        """Worker thread: encode pending rows, write everything, fsync; returns bytes written."""
-        with self._lock:
-            return self._write_locked(items)
-
-    def _write_locked(self, items: list[object]) -> int:
         chunks: list[bytes] = []
         label = ""
         parts: list[tuple[str | None, pa.Table]] = []  # consecutive row appends: one record
         for item in [*items, None]:
-            if isinstance(item, _Rows):  # a writer's file belongs to one group: one label
+            if isinstance(item, Rows):  # a writer's file belongs to one group: one label
                 label = item.label
                 parts.extend(item.parts)
                 continue
@@ -380,44 +353,6 @@ class WalWriter:
             except OSError as undo_error:
                 self._broken = undo_error
             raise
-
-    async def append(self, record: bytes) -> None:
-        """Append an encoded record (see `encode_record`)."""
-        await self._enqueue(record)
-
-    async def append_rows(self, label: str, parts: list[tuple[str | None, pa.Table]]) -> None:
-        """Append the rows of loads of group `label`, (client label, rows) each; they are
-        encoded, with whatever else is pending, in the worker thread."""
-        await self._enqueue(_Rows(label, parts))
-
-    async def _enqueue(self, item: object) -> None:
-        if self._broken is not None:
-            raise OSError(f"WAL {self.path} is unusable after a failed write: {self._broken}")
-        fut = asyncio.get_running_loop().create_future()
-        self._pending.append((item, fut))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain(), name=f"wal-append-{self.path.name}")
-        await fut
-
-    async def _drain(self) -> None:
-        while self._pending:
-            # Group fsync: what arrives while a write+fsync runs shares the next one (an
-            # fsync costs ~80 µs of CPU and 0.2-2 ms of wall time here).
-            batch, self._pending = self._pending, []
-            try:
-                grown = await threads.run(threads.WAL, self._write_sync, [item for item, _ in batch])
-            except BaseException as e:  # every waiter learns the failure
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(OSError(f"WAL append to {self.path} failed: {e}"))
-                if isinstance(e, asyncio.CancelledError):
-                    raise
-                continue
-            if self._on_grow is not None:
-                self._on_grow(grown)
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_result(None)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -9,7 +9,9 @@ falls back to sync_mode.
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ import httpx
 import pytest
 
 from galene.be.wal import SPARE_SUFFIX
-from tests.galene_proc import GaleneProcess, auth_header
+from tests.galene_proc import GaleneProcess, auth_header, children_of
 
 pytestmark = pytest.mark.slow
 
@@ -327,3 +329,109 @@ def test_random_sigkills_lose_and_duplicate_nothing(cluster, gdb):
     for reply in already:
         assert reply["ExistingJobStatus"] in ("RUNNING", "FINISHED")
         assert "by group commit txn" in reply["Message"]
+
+
+def _ingest_worker_pid(cluster: Cluster, timeout: float = 30) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert cluster.be.proc is not None
+        for pid in children_of(cluster.be.proc.pid):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"galene.be.ingest_worker" in cmdline:
+                return pid
+        time.sleep(0.1)
+    raise TimeoutError("the BE has no ingest worker process")
+
+
+def _unlabelled_clients(cluster: Cluster, db: str, n: int, stop: threading.Event):
+    """Clients sending unlabelled async loads once each; (acked ids, unknown ids, threads)."""
+    lock = threading.Lock()
+    acked: list[int] = []
+    unknown: list[int] = []
+
+    def client(c: int) -> None:
+        seq = 0
+        while not stop.is_set():
+            ids = [c * 10_000_000 + seq * 5 + j for j in range(5)]
+            try:
+                reply = cluster.load(db, _body(ids, f"p{c}"), HEADERS, timeout=30)
+            except (httpx.HTTPError, OSError):
+                reply = None
+            with lock:
+                (acked if reply is not None and reply["Status"] == "Success" else unknown).extend(ids)
+            seq += 1
+
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(n)]
+    for t in threads:
+        t.start()
+    return acked, unknown, threads
+
+
+def _check_exactly_once(cluster: Cluster, db: str, acked: list[int], unknown: list[int]) -> None:
+    deadline = time.monotonic() + 90
+    while cluster.fe.query("SELECT COUNT(*) FROM t", db)[0][0] < len(acked) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _wait_no_wal(cluster) == []
+    assert cluster.fe.query("SELECT id, COUNT(*) FROM t GROUP BY id HAVING COUNT(*) > 1", db) == []
+    visible = {r[0] for r in cluster.fe.query("SELECT id FROM t", db)}
+    assert set(acked) <= visible, sorted(set(acked) - visible)[:20]
+    assert visible - set(acked) <= set(unknown)
+
+
+def test_killed_ingest_worker_fails_only_loads_in_flight_and_is_replaced(cluster, gdb):
+    """The ingest worker (parse + WAL writes) dies alone: the loads it held fail or were
+    durable, the BE starts a new worker at the next load, and nothing acknowledged is lost
+    or doubled."""
+    _create(cluster, gdb, interval_ms=200)
+    stop = threading.Event()
+    acked, unknown, threads = _unlabelled_clients(cluster, gdb, 4, stop)
+    rng = random.Random(7)
+    pids = []
+    try:
+        for _ in range(4):
+            time.sleep(rng.uniform(0.3, 1.0))
+            pid = _ingest_worker_pid(cluster)
+            pids.append(pid)
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert len(set(pids)) == len(pids)  # a new worker each time
+    assert acked, "no load was acknowledged"
+    after = cluster.load(gdb, _body([999_999_999], "after"), HEADERS)
+    assert after["Status"] == "Success", after
+    _check_exactly_once(cluster, gdb, [*acked, 999_999_999], unknown)
+
+
+def test_ingest_worker_in_the_be_process_survives_sigkill_too(cluster, gdb):
+    """group_commit_ingest_worker = false: the same worker code as threads of the BE."""
+    _create(cluster, gdb, interval_ms=300)
+    cluster.be.stop()
+    cluster.restart_be(group_commit_ingest_worker="false")
+    try:
+        with pytest.raises(TimeoutError):
+            _ingest_worker_pid(cluster, timeout=2)
+        stop = threading.Event()
+        acked, unknown, threads = _unlabelled_clients(cluster, gdb, 3, stop)
+        labelled = cluster.load(
+            gdb, _body([888_000_001, 888_000_002], "lab"), {**HEADERS, "label": "inproc_1"}
+        )
+        assert labelled["Status"] == "Success", labelled
+        time.sleep(1.0)
+        cluster.be.kill()
+        stop.set()
+        for t in threads:
+            t.join(60)
+        cluster.restart_be()
+        retry = cluster.load(gdb, _body([888_000_001, 888_000_002], "lab"), {**HEADERS, "label": "inproc_1"})
+        assert retry["Status"] == "Label Already Exists", retry
+        _check_exactly_once(cluster, gdb, [*acked, 888_000_001, 888_000_002], unknown)
+    finally:
+        cluster.be.stop()
+        cluster.be.conf.pop("group_commit_ingest_worker", None)
+        cluster.restart_be()

@@ -3,7 +3,6 @@ corrupt records are detected and discarded; file listing for replay."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import zlib
 
@@ -32,12 +31,9 @@ def _batch(start: int, n: int) -> pa.Table:
 
 
 def _write(path, records: list[bytes]) -> None:
-    async def run():
-        w = WalWriter(path)
-        await asyncio.gather(*(w.append(r) for r in records))
-        w.close()
-
-    asyncio.run(run())
+    w = WalWriter(path)
+    w.write(records)
+    w.close()
 
 
 def test_append_and_read_back_in_order(tmp_path):
@@ -119,25 +115,22 @@ def test_garbage_length_stops_reading(tmp_path):
 def test_failed_write_is_truncated_so_later_records_stay_readable(tmp_path, monkeypatch):
     path = tmp_path / "1_group_commit_f"
 
-    async def run():
-        w = WalWriter(path)
-        await w.append(encode_record("group_commit_f", "first", _batch(0, 2)))
-        real_fdatasync = __import__("os").fdatasync
-        calls = {"n": 0}
+    w = WalWriter(path)
+    w.write([encode_record("group_commit_f", "first", _batch(0, 2))])
+    real_fdatasync = __import__("os").fdatasync
+    calls = {"n": 0}
 
-        def failing_fdatasync(fd):
-            calls["n"] += 1
-            if calls["n"] == 1:
-                raise OSError(28, "No space left on device")
-            return real_fdatasync(fd)
+    def failing_fdatasync(fd):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(28, "No space left on device")
+        return real_fdatasync(fd)
 
-        monkeypatch.setattr("galene.be.wal.os.fdatasync", failing_fdatasync)
-        with pytest.raises(OSError):
-            await w.append(encode_record("group_commit_f", "lost", _batch(2, 2)))
-        await w.append(encode_record("group_commit_f", "third", _batch(4, 2)))
-        w.close()
-
-    asyncio.run(run())
+    monkeypatch.setattr("galene.be.wal.os.fdatasync", failing_fdatasync)
+    with pytest.raises(OSError):
+        w.write([encode_record("group_commit_f", "lost", _batch(2, 2))])
+    w.write([encode_record("group_commit_f", "third", _batch(4, 2))])
+    w.close()
     result = read_wal(path)
     assert [r.sub_label for r in result.records] == ["first", "third"]
     assert not result.torn_tail
