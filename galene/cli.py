@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 
-from galene.common.process import disable_pyarrow_signal_handlers, settle_heap
+from galene.common.process import disable_pyarrow_signal_handlers, keep_freed_heap, settle_heap
 from galene.config import Config, load_config
 
 
@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd in ("start", "fe"):
         check_java()
     disable_pyarrow_signal_handlers()
+    keep_freed_heap()
     cfg = make_config(args)
     _run(_serve(cfg, args.cmd))
 

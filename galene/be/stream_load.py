@@ -267,15 +267,11 @@ async def read_and_parse(
             chunks.append(chunk)
             buffered += len(chunk)
             if buffered >= PIPELINE_BLOCK_BYTES:
-                data = b"".join(chunks)
-                cut = data.rfind(delim)
-                if cut < 0:  # one enormous line so far: keep accumulating
-                    chunks = [data]
+                block, rest = _cut_block(chunks, delim)
+                if block is None:  # one enormous line so far: keep accumulating
                     continue
-                cut += len(delim)
-                rest = data[cut:]
                 chunks, buffered = ([rest], len(rest)) if rest else ([], 0)
-                await submit(data[:cut])
+                await submit(block)
         if chunks:
             await submit(b"".join(chunks))
         while pending:
@@ -292,6 +288,27 @@ async def read_and_parse(
     if not results:
         return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows), 0
     return _concat_batches(results, max_error_rows), total
+
+
+def _cut_block(chunks: list[bytes], delim: bytes) -> tuple[bytes | None, bytes]:
+    """The received chunks as one block ending at their last line delimiter, and the rest.
+
+    The delimiter is looked for in the last chunk first, so the block is assembled with one
+    copy (joining the whole and slicing it again copied each 32 MB block twice). Returns
+    (None, b"") when there is no delimiter at all yet; `chunks` is then left as one piece."""
+    last = chunks[-1]
+    pos = last.rfind(delim)
+    if pos >= 0:
+        pos += len(delim)
+        block = b"".join([*chunks[:-1], last[:pos]]) if len(chunks) > 1 else last[:pos]
+        return block, last[pos:]
+    data = b"".join(chunks)  # the delimiter is further back, or spans two chunks
+    cut = data.rfind(delim)
+    if cut < 0:
+        chunks[:] = [data]
+        return None, b""
+    cut += len(delim)
+    return data[:cut], data[cut:]
 
 
 # A streamed load keeps at most this many blocks between the socket and the files.

@@ -678,3 +678,22 @@ def test_merge_type_and_sequence_errors_use_doris_texts():
     # A table whose sequence column maps to `seq` needs no header.
     batch = parse_body(b"1,a,1\n", unique_table(**{"function_column.sequence_col": "seq"}), csv_opts())
     assert batch.data.num_rows == 1
+
+
+# --- cutting a streamed body into blocks at line ends ------------------------------------------
+
+
+def test_blocks_are_cut_at_the_last_line_delimiter_with_the_rest_kept():
+    from galene.be.stream_load import _cut_block
+
+    assert _cut_block([b"1,a\n2,b\n3,", b"c\n4,d\n5,e"], b"\n") == (b"1,a\n2,b\n3,c\n4,d\n", b"5,e")
+    # only an earlier chunk holds a delimiter
+    assert _cut_block([b"1,a\n2,", b"bbbb"], b"\n") == (b"1,a\n", b"2,bbbb")
+    # a multi-byte delimiter split across two chunks
+    assert _cut_block([b"1,a||2,b|", b"|3,c"], b"||") == (b"1,a||2,b||", b"3,c")
+    # no delimiter yet: nothing to cut, the chunks become one piece
+    chunks = [b"abc", b"def"]
+    assert _cut_block(chunks, b"\n") == (None, b"")
+    assert chunks == [b"abcdef"]
+    # the delimiter ends the last chunk exactly
+    assert _cut_block([b"1,a\n"], b"\n") == (b"1,a\n", b"")
