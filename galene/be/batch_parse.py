@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from galene.be.load_options import LoadOptions
-from galene.be.parse import ParsedBatch, parse_body
+from galene.be.parse import ParsedBatch, has_clock_defaults, parse_body
 from galene.be.stream_load import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.catalog.model import Table
 from galene.common.errors import error_message
@@ -25,7 +25,8 @@ BATCH_PARSE_MAX_BODY = 64 << 10
 def batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
     """What loads must share to be parsed together, or None when this body must be parsed
     alone: only plain CSV with \n lines whose row count is plain to see (no empty lines, no
-    CR, which pyarrow also treats as a line end)."""
+    CR, which pyarrow also treats as a line end), into a table none of whose columns defaults
+    to the load's clock (loads parsed together share one set of options, and one clock)."""
     if (
         opts.format != "csv"
         or opts.line_delimiter != b"\n"
@@ -41,6 +42,7 @@ def batch_key(table: Table, opts: LoadOptions, body: bytes) -> tuple | None:
         or body.startswith(b"\n")
         or b"\n\n" in body
         or b"\r" in body
+        or has_clock_defaults(table)
     ):
         return None
     columns = tuple(opts.columns) if opts.columns else None

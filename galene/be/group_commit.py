@@ -634,6 +634,7 @@ class GroupCommitManager:
                     reply.txn_id = group.txn_id
                     reply.write_data_time_ms = 0  # written with the parse, in the worker
                 else:
+                    opts = lh.fresh_options()  # parsed here, at this load's clock
                     batch, body_len = await self._read_and_parse(request, table, opts, body)
                     reply.load_bytes = body_len
                     reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)

@@ -93,7 +93,12 @@ def falls_back_to_off(headers) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class LoadHeaders:
-    """A stream load's headers, read and checked (`read_load_headers`)."""
+    """A stream load's headers, read and checked (`read_load_headers`).
+
+    `opts` is shared by every load sent with the same headers: its `started_at` is not this
+    load's. Whatever may evaluate the load's clock (a `DEFAULT CURRENT_TIMESTAMP` column the
+    load does not fill) takes `fresh_options()`.
+    """
 
     auth: tuple[str, str]  # (user, password)
     opts: LoadOptions
@@ -105,6 +110,10 @@ class LoadHeaders:
     group_commit: str | None
     group_commit_error: str | None
     no_group_commit: bool
+
+    def fresh_options(self) -> LoadOptions:
+        """`opts` started now (this load's clock for now() and CURRENT_TIMESTAMP)."""
+        return self.opts.started_now()
 
 
 _cache: dict[tuple, LoadHeaders] = {}

@@ -122,6 +122,14 @@ class LoadOptions:
         """Whether rows go through expressions (mappings, where, delete, sequence source)."""
         return bool(self.column_mappings or self.where or self.delete or self.sequence_col)
 
+    def started_now(self) -> LoadOptions:
+        """A copy of these options for a load that starts now (a shallow copy: the parsed
+        expressions are shared, they are never changed)."""
+        copy = object.__new__(LoadOptions)
+        copy.__dict__.update(self.__dict__)
+        copy.started_at = _dt.datetime.now(_dt.UTC)
+        return copy
+
     def local_now(self) -> _dt.datetime:
         """The load's start time in its time zone, naive (how Doris DATETIME values are kept)."""
         return self.started_at.astimezone(zone_of(self.timezone)).replace(tzinfo=None)

@@ -21,6 +21,7 @@ whose numbers must keep their exact text (big integers, decimals, `num_as_string
 from __future__ import annotations
 
 import bz2
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -204,6 +205,28 @@ class _SourcePlan:
         return pa.array([value.as_py()], arrow_type).take(np.zeros(n, dtype=np.int32))
 
 
+_CLOCK_DEFAULT = re.compile(r"^(CURRENT_TIMESTAMP(\(\d*\))?|NOW\(\d*\)|CURRENT_DATE(\(\))?)$")
+_clock_tables: dict[int, tuple[Table, bool]] = {}
+
+
+def is_clock_default(text: str | None) -> bool:
+    """Whether a column default is the load's clock (CURRENT_TIMESTAMP[(p)], NOW(), CURRENT_DATE)."""
+    return text is not None and _CLOCK_DEFAULT.match(text.upper().replace(" ", "")) is not None
+
+
+def has_clock_defaults(table: Table) -> bool:
+    """Whether any column of `table` defaults to the load's clock (memoized per Table object:
+    asked for every small load)."""
+    hit = _clock_tables.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    found = any(is_clock_default(c.default) for c in table.columns)
+    if len(_clock_tables) >= 256:
+        _clock_tables.clear()
+    _clock_tables[id(table)] = (table, found)
+    return found
+
+
 def _fill_value(col: Column, opts: LoadOptions) -> pa.Scalar | None:
     """The value a table column gets when the source does not provide it (Doris: its default)."""
     arrow_type = col.type.to_arrow()
@@ -214,8 +237,7 @@ def _fill_value(col: Column, opts: LoadOptions) -> pa.Scalar | None:
         if not col.nullable:
             raise LoadError(f"Column has no default value. column: {col.name}")
         return None
-    upper = text.upper().replace(" ", "")
-    if upper in ("CURRENT_TIMESTAMP", "NOW()", "CURRENT_TIMESTAMP()", "CURRENT_DATE", "CURRENT_DATE()"):
+    if is_clock_default(text):
         text = opts.local_now().strftime("%Y-%m-%d %H:%M:%S.%f")
     conv = convert_strings(pa.array([text], pa.string()), col.type)
     if conv.bad is not None and conv.bad[0] or conv.too_long is not None and conv.too_long[0]:

@@ -410,7 +410,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         reply.load_time_ms = int((time.monotonic() - t0) * 1000)
         return reply
     reply = StreamLoadReply(label=lh.label or new_label(), two_phase_commit=lh.two_phase)
-    auth, opts = lh.auth, lh.opts
+    auth, opts = lh.auth, lh.fresh_options()
     fe = FeTxnClient(be)
     try:
         # One deadline for the whole load (Doris' `timeout`): the FE aborts the txn at the

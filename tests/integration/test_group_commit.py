@@ -278,3 +278,25 @@ def test_group_commit_load_that_trickles_past_its_timeout_fails_and_loads_nothin
     assert 2 <= took < 10
     time.sleep(0.8)  # a group interval: nothing of it may become visible
     assert _count(galene, db) == 0
+
+
+def test_clock_defaults_are_each_loads_own_time_with_identical_headers(galene, db):
+    """Headers are read once per distinct set (cached); the load's clock is not."""
+    galene.query(
+        "CREATE TABLE clock (k INT NOT NULL, ts DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3)) "
+        'DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1 PROPERTIES ("group_commit_interval_ms"="200")',
+        db,
+    )
+    for mode in ("off_mode", "async_mode"):
+        headers = {**CSV, "columns": "k", "group_commit": mode}
+        base = 100 if mode == "off_mode" else 200
+        for i in range(2):
+            reply = galene.stream_load(db, "clock", f"{base + i}\n".encode(), headers)
+            assert reply["Status"] == "Success", reply
+            time.sleep(1.2)
+    assert _wait_count(galene, db, 4, table="clock") == 4
+    ts = dict(galene.query("SELECT k, ts FROM clock", db))
+    for base in (100, 200):
+        first, second = ts[base], ts[base + 1]
+        assert first is not None and second is not None
+        assert (second - first).total_seconds() >= 1.0, (first, second)

@@ -697,3 +697,11 @@ def test_blocks_are_cut_at_the_last_line_delimiter_with_the_rest_kept():
     assert chunks == [b"abcdef"]
     # the delimiter ends the last chunk exactly
     assert _cut_block([b"1,a\n"], b"\n") == (b"1,a\n", b"")
+
+
+def test_clock_defaults_with_a_precision_take_the_loads_start_time():
+    table = make_table([col("k", "int"), col("t", "datetime(3)", default="CURRENT_TIMESTAMP(3)")])
+    opts = csv_opts(columns=["k"], started_at=dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC))
+    got = rows(parse_body(b"1\n2\n", table, opts))
+    # the load's clock in its time zone (Asia/Shanghai by default), at the column's precision
+    assert [r["t"] for r in got] == [dt.datetime(2024, 5, 6, 15, 8, 9, 123000)] * 2
