@@ -615,6 +615,7 @@ class GroupCommitManager:
                     # The common case of logging/IoT clients: many small unlabelled CSV loads,
                     # parsed, enrolled and written to the WAL a batch at a time (SmallLoadLane).
                     assert body is not None
+                    stage = "joining a group, parsing and writing the WAL"
                     outcome = await self.lane.submit(key, table, opts, body, mode == "async_mode")
                     reply.load_bytes = len(body)
                     reply.read_data_time_ms = int((outcome.answered_at - t_read) * 1000)
