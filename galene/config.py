@@ -53,8 +53,8 @@ class Config:
     # Group commit WAL (<be dir>/wal): bytes it may hold; async loads fall back to
     # sync_mode (no WAL) while it is full, as Doris does.
     group_commit_wal_max_disk_limit: int = 10 << 30
-    # Parse small-load batches and write the WAL in a child process (its own GIL); false:
-    # in worker threads of the BE process.
+    # Parse small group-commit loads and write the WAL in a child process (its own GIL);
+    # false: the same code in a thread of the BE process.
     group_commit_ingest_worker: bool = True
     # --- network discipline ---------------------------------------------------------
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call

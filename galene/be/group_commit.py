@@ -62,7 +62,6 @@ from galene.be.wal import (
     WalFile,
     WalWriter,
     list_wal_files,
-    read_wal,
     wal_dir,
     wal_file_name,
     wal_rows,
@@ -491,8 +490,8 @@ class GroupCommitManager:
         self.tables = TableInfoCache(self)
         self.lane = SmallLoadLane(self)
         self.deadlines = SharedDeadlines()
-        # Lane loads and every WAL write go to the ingest worker (a child process, or two
-        # threads of this one; see there).
+        # Lane loads and every WAL write go to the ingest worker (a child process, or a
+        # thread of this one; see there).
         self.worker = IngestWorker(in_process=not be.cfg.group_commit_ingest_worker)
         self.worker.on_rows = self.lane.rows_arrived
         self.ready = asyncio.Event()  # set once the WAL of the previous run is replayed
@@ -909,13 +908,9 @@ class GroupCommitManager:
         loads, in arrival order). WAL rows of a client label whose load failed after its
         append (the label was taken meanwhile) are left out."""
         out: list[Entry] = []
-        wal = group.wal
-        if wal is not None:
+        if group.wal is not None:
             labels = {e.sub_label for e in entries if e.in_wal and e.sub_label is not None}
-            parts = await asyncio.to_thread(wal_rows, wal.final_path)
-            for sub_label, data in parts:
-                if sub_label is None or sub_label in labels:
-                    out.append(Entry(data=data, sub_label=sub_label, in_wal=True, ready=_done_future(True)))
+            out = await _wal_entries(group.wal.final_path, keep=lambda sub: sub is None or sub in labels)
         out.extend(e for e in entries if not e.in_wal)
         return out
 
@@ -1082,20 +1077,8 @@ class GroupCommitManager:
             self.wal_bytes = max(0, self.wal_bytes - size)
             writer.delete()
             return
-        result = await asyncio.to_thread(read_wal, wal.path)
-        if result.discarded_bytes:
-            log.warning(
-                "WAL %s: discarded %d bytes of unacknowledged (torn or corrupt) records",
-                wal.path.name,
-                result.discarded_bytes,
-            )
+        entries = await _wal_entries(wal.path)  # torn or corrupt tails are left out (logged)
         group = Group(db_id=wal.db_id, table_id=wal.table_id, label=wal.label, table=None, wal=writer)
-        loop = asyncio.get_running_loop()
-        entries = []
-        for r in result.records:
-            ready = loop.create_future()
-            ready.set_result(True)
-            entries.append(Entry(data=r.data, sub_label=r.sub_label, in_wal=True, ready=ready))
         try:
             if entries:
                 txn_id = await self.commit_group(group, entries)
@@ -1103,6 +1086,17 @@ class GroupCommitManager:
         except TableDropped as e:
             log.warning("WAL %s: %s; its rows are dropped", wal.path.name, e)
         self.delete_wal(group)
+
+
+async def _wal_entries(path, keep=None) -> list[Entry]:
+    """The rows of a WAL file as ready entries (in a worker thread), loads of one record
+    without client labels as one entry; `keep(client label)` filters them."""
+    parts = await asyncio.to_thread(wal_rows, path)
+    return [
+        Entry(data=data, sub_label=sub, in_wal=True, ready=_done_future(True))
+        for sub, data in parts
+        if keep is None or keep(sub)
+    ]
 
 
 def _route_for_group(table: Table, batch: ParsedBatch, max_error_rows: int):

@@ -277,7 +277,6 @@ class RemoteWalWriter:
         self._spare = spare
         self.size = 0  # bytes the worker acknowledged
         self._on_grow = on_grow
-        self._loop = asyncio.get_running_loop()
         worker.files[str(path)] = self
 
     def grew(self, nbytes: int) -> None:
@@ -296,15 +295,13 @@ class RemoteWalWriter:
         await self.worker.ensure_started()
         await self.worker.request("append", str(self.final_path), label, parts)
 
-    def close(self) -> None:
-        """The worker closes its descriptor of the file (callable from any thread)."""
-        self._loop.call_soon_threadsafe(self.worker.send, "forget", str(self.final_path))
-
     def delete(self) -> None:
-        """Delete the file (either name) here; the worker then forgets it."""
-        self.close()
+        """Delete the file (either name) here; the worker closes its descriptor of it."""
+        from galene.be.wal import SPARE_SUFFIX
+
+        self.worker.send("forget", str(self.final_path))
         self.worker.files.pop(str(self.final_path), None)
-        for p in {self.path, self.final_path, self.final_path.with_name(self.final_path.name + ".spare")}:
+        for p in {self.path, self.final_path, self.final_path.with_name(self.final_path.name + SPARE_SUFFIX)}:
             try:
                 os.unlink(p)
             except FileNotFoundError:
