@@ -97,9 +97,8 @@ def make_config(args) -> Config:
         val = getattr(args, name, None)
         if val is not None:
             kw[name] = val
-    cfg = load_config(args.conf_dir or ("conf" if os.path.isdir("conf") else None), args.conf, **kw)
-    cfg.fe_http_port = cfg.http_port
-    return cfg
+    # load_config points fe_http_port at http_port unless it was given (`galene be --conf fe_http_port=P`).
+    return load_config(args.conf_dir or ("conf" if os.path.isdir("conf") else None), args.conf, **kw)
 
 
 async def _serve(cfg: Config, role: str) -> None:

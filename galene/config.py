@@ -38,7 +38,20 @@ class Config:
     spark_master: str = ""  # default local[*]; SPARK_MASTER / SPARK_REMOTE env override
     spark_driver_memory: str = "2g"
     spark_shuffle_partitions: int = 4
+    # MySQL endpoint bounds (Doris names). Connections past qe_max_connection (or a user's
+    # past max_user_connections) are refused with Doris' error; a connection that has not
+    # finished its login within connect_timeout seconds is closed. The session variables
+    # max_allowed_packet and wait_timeout take their defaults from here.
     qe_max_connection: int = 1024
+    max_user_connections: int = 100
+    connect_timeout: int = 10
+    max_allowed_packet: int = 16 << 20
+    wait_timeout: int = 28800
+    # Deepest bracket nesting accepted in a SQL statement (parsers recurse on it).
+    max_sql_nesting_depth: int = 200
+    # --- supervisor (galene start) --------------------------------------------------
+    # FE side, set by `galene start`: the BE the standalone FE adds to an empty cluster.
+    standalone_backend: str = ""
     # --- BE -------------------------------------------------------------------------
     be_http_port: int = 8040
     # 0 = answer heartbeats on the BE HTTP port (so instances can run side by side);
@@ -46,7 +59,18 @@ class Config:
     heartbeat_service_port: int = 0
     be_port: int = 9060
     brpc_port: int = 8060
+    # Stream-load bounds. streaming_load_max_mb counts the body's bytes after decompression;
+    # JSON bodies read as one document (not line by line) are held whole and capped by
+    # streaming_load_json_max_mb (Doris' names and defaults).
     streaming_load_max_mb: int = 10240
+    streaming_load_json_max_mb: int = 100
+    # Deepest nesting of [ / { in a JSON body (checked before any parser sees it).
+    load_json_max_depth: int = 100
+    # Longest line of a CSV body or line of a read_json_by_line body, in bytes.
+    load_max_line_bytes: int = 64 << 20
+    # HTTP request heads (FE and BE): header count, and bytes of the request line or of one header.
+    http_max_headers: int = 128
+    http_max_header_bytes: int = 65536
     load_error_log_dir: str = ""  # default: <data_dir>/be/error_log
     load_error_log_max_rows: int = 50
     be_meta_dir: str = ""  # default: <data_dir>/be

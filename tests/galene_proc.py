@@ -135,6 +135,21 @@ class GaleneProcess:
             pass
         self.proc.wait(30)
 
+    def role_pid(self, role: str) -> int:
+        """The pid of the process serving `role` ("fe" or "be"): under `galene start` the
+        supervisor's child running that role; a single-role process is itself."""
+        assert self.proc is not None
+        if self.role == role:
+            return self.proc.pid
+        for child in children_of(self.proc.pid):
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"galene.cli" in argv and role.encode() in argv:
+                return child
+        raise LookupError(f"no {role} process under pid {self.proc.pid}")
+
     def log_tail(self, n: int = 60) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
@@ -176,6 +191,14 @@ class GaleneProcess:
                 r = c.put(r.headers["location"], content=body, headers=h)
             r.raise_for_status()
             return r.json()
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The peak resident set size of a live process (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(f"no VmHWM for pid {pid}")
 
 
 def children_of(pid: int) -> list[int]:
