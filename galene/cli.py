@@ -1,8 +1,9 @@
 """The one entry point: `galene start | fe | be | meta …`.
 
-`start` runs a standalone Galene (one FE, one BE, local Spark) in one process; the roles
-still talk over their network APIs. `fe` and `be` run the roles as separate processes
-(a BE joins with `ALTER SYSTEM ADD BACKEND 'host:port'`). `meta` holds operator tools.
+`start` runs a standalone Galene (one FE, one BE, local Spark): a small supervisor
+(`galene.supervisor`) runs `fe` and `be` as separate processes and restarts either if it dies.
+`fe` and `be` run one role each (a BE joins with `ALTER SYSTEM ADD BACKEND 'host:port'`).
+`meta` holds operator tools.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import signal
 import subprocess
 import sys
 
-from galene.common.process import disable_pyarrow_signal_handlers, keep_freed_heap, settle_heap
 from galene.config import Config, load_config
 
 
@@ -55,6 +55,8 @@ def _common_args(p: argparse.ArgumentParser) -> None:
         help="set any fe.conf/be.conf key (repeatable), e.g. --conf edit_log_roll_num=10",
     )
     p.add_argument("--log-level", default=os.environ.get("GALENE_LOG_LEVEL", "INFO"))
+    # Set by `galene start` on its children: the supervisor prints the banner, not the role.
+    p.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,8 +103,19 @@ def make_config(args) -> Config:
     return load_config(args.conf_dir or ("conf" if os.path.isdir("conf") else None), args.conf, **kw)
 
 
-async def _serve(cfg: Config, role: str) -> None:
+def _role_args(args) -> list[str]:
+    """The options `galene start` passes on to its FE and BE children."""
+    out = ["--data-dir", args.data_dir or "./galene-data", "--log-level", str(args.log_level)]
+    if args.conf_dir:
+        out += ["--conf-dir", args.conf_dir]
+    for item in args.conf:
+        out += ["--conf", item]
+    return out
+
+
+async def _serve(cfg: Config, role: str, supervised: bool = False) -> None:
     from galene.be.server import BeServer
+    from galene.common.process import settle_heap
     from galene.fe.server import FeServer
 
     stop = asyncio.Event()
@@ -112,53 +125,34 @@ async def _serve(cfg: Config, role: str) -> None:
 
     fe = be = None
     try:
-        if role in ("start", "fe"):
+        if role == "fe":
             fe = FeServer(cfg)
             await fe.start()
-        if role in ("start", "be"):
+            if not supervised:
+                print(
+                    f"Galene FE ready: mysql -h{fe.host} -P{fe.query_port} -uroot   http://{fe.host}:{fe.http_port}",
+                    flush=True,
+                )
+        else:
             be = BeServer(cfg)
             await be.start()
-        if role == "start" and fe is not None and be is not None:
-            if not fe.state.backends:
-                await asyncio.to_thread(fe.catalog.add_backend, be.host, be.http_port)
-            fe.backends.poke()
-            await asyncio.to_thread(fe.engine_ready.wait, 300)
-            _banner(fe, be)
-        elif fe is not None:
-            print(
-                f"Galene FE ready: mysql -h{fe.host} -P{fe.query_port} -uroot   http://{fe.host}:{fe.http_port}",
-                flush=True,
-            )
-        elif be is not None:
-            print(
-                f"Galene BE ready on {be.host}:{be.http_port}; join it with: "
-                f"ALTER SYSTEM ADD BACKEND '{be.host}:{be.http_port}';",
-                flush=True,
-            )
+            if not supervised:
+                print(
+                    f"Galene BE ready on {be.host}:{be.http_port}; join it with: "
+                    f"ALTER SYSTEM ADD BACKEND '{be.host}:{be.http_port}';",
+                    flush=True,
+                )
         settle_heap()
         await stop.wait()
     finally:
-        print("Galene stopping...", flush=True)
+        if not supervised:
+            print(f"Galene {role.upper()} stopping...", flush=True)
         if be is not None:
             await be.stop()
         if fe is not None:
             await fe.stop()
-        print("Galene stopped.", flush=True)
-
-
-def _banner(fe, be) -> None:
-    engine = "ready" if fe.engine is not None else f"NOT available ({fe.engine_error})"
-    print(
-        f"""
-Galene is running (standalone: 1 FE, 1 BE, Spark {engine}).
-  data dir : {os.path.abspath(fe.cfg.data_dir)}
-  SQL      : mariadb -h{fe.host} -P{fe.query_port} -uroot          (or: mysql -h{fe.host} -P{fe.query_port} -uroot)
-  load     : curl --location-trusted -u root: -H "label:l1" -H "column_separator:," \\
-               -T data.csv http://{fe.host}:{fe.http_port}/api/<db>/<table>/_stream_load
-  stop     : Ctrl-C
-""",
-        flush=True,
-    )
+        if not supervised:
+            print(f"Galene {role.upper()} stopped.", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,14 +178,20 @@ def main(argv: list[str] | None = None) -> None:
             return
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=f"%(asctime)s {args.cmd} %(levelname)s %(name)s: %(message)s",
     )
     if args.cmd in ("start", "fe"):
         check_java()
+    cfg = make_config(args)
+    if args.cmd == "start":
+        from galene.supervisor import Supervisor
+
+        sys.exit(Supervisor(cfg, _role_args(args)).run())
+    from galene.common.process import disable_pyarrow_signal_handlers, keep_freed_heap
+
     disable_pyarrow_signal_handlers()
     keep_freed_heap()
-    cfg = make_config(args)
-    _run(_serve(cfg, args.cmd))
+    _run(_serve(cfg, args.cmd, supervised=args.supervised))
 
 
 def _run(coro) -> None:

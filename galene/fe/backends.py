@@ -87,6 +87,21 @@ class BackendMonitor:
         rt.cpu_cores = int(body.get("cpu_cores", 0) or 0)
         rt.last_start_time = float(body.get("start_time", 0) or 0)
 
+    def process_event(self, host: str, heartbeat_port: int, event: str, reason: str) -> None:
+        """A supervisor's news about a BE process it runs: "exited" marks it not alive at once
+        (with the reason in ErrMsg) instead of after missed heartbeats; "started" heartbeats it
+        now, so it is alive again as soon as it answers."""
+        for be in self.fe.state.backends.values():
+            if be.host == host and be.heartbeat_port == heartbeat_port:
+                if event == "exited":
+                    rt = self.status(be.id)
+                    rt.alive = False
+                    rt.err_msg = reason[:500]
+                    self.detector.record_failure(f"{host}:{heartbeat_port}", reason)
+                    log.warning("backend %s:%s: %s", host, heartbeat_port, reason)
+                elif event == "started":
+                    self.poke()
+
     async def heartbeat_all(self) -> None:
         backends = list(self.fe.state.backends.values())
         if backends:

@@ -88,6 +88,7 @@ class FeHttpApi:
             web.post("/api/_internal/group_commit/commit", self.group_commit_commit),
             web.post("/api/_internal/group_commit/recover", self.group_commit_recover),
             web.post("/api/_internal/txn/2pc", self.txn_2pc),
+            web.post("/api/_internal/backend_event", self.backend_event),
         ]
 
     # --- auth -----------------------------------------------------------------------
@@ -201,6 +202,9 @@ class FeHttpApi:
                     "total_backend_num": len(st.backends),
                     "online_backend_num": len(self.fe.backends.load_available()),
                     "query_engine_ready": self.fe.engine_ready.is_set(),
+                    "query_engine_error": (
+                        None if self.fe.engine_error is None else str(self.fe.engine_error)[:500]
+                    ),
                 },
                 "count": 0,
             }
@@ -240,6 +244,18 @@ class FeHttpApi:
         grace = request.query.get("grace_seconds")
         deleted = await self.fe.run_gc(float(grace) if grace is not None else None)
         return web.json_response({"msg": "success", "code": 0, "data": {"deleted": deleted}, "count": 0})
+
+    async def backend_event(self, request: web.Request) -> web.Response:
+        """The supervisor of `galene start` reports that its BE process died or is back."""
+
+        async def fn(p: dict) -> dict:
+            self.fe.backends.process_event(
+                str(p.get("host", "")), int(p.get("heartbeat_port", 0)), str(p.get("event", "")),
+                str(p.get("reason", "")),
+            )  # fmt: skip
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)
 
     # --- internal txn API (BE -> FE) ------------------------------------------------
     async def _internal(self, request: web.Request, fn) -> web.Response:

@@ -104,6 +104,10 @@ class FeServer:
         await self.mysql.start()
         self.query_port = self.mysql.port
 
+        if self.cfg.standalone_backend and not self.state.backends:
+            # `galene start`: the supervisor's BE joins an empty cluster by itself.
+            host, _, port = self.cfg.standalone_backend.rpartition(":")
+            await asyncio.to_thread(self.catalog.add_backend, host, int(port))
         self.backends.start()
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
         log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
