@@ -45,6 +45,7 @@ import msgspec
 import pyarrow as pa
 
 from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key
+from galene.be.body_bounds import BodyLimits
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
 from galene.be.load_headers import GROUP_COMMIT_MODES, LoadHeaders
 from galene.be.load_options import LoadOptions
@@ -770,11 +771,12 @@ class GroupCommitManager:
         self, request, table: Table, opts: LoadOptions, body: bytes | None
     ) -> tuple[ParsedBatch, int]:
         be = self.be
+        limits = BodyLimits.from_config(be.cfg)
         if body is None:
-            return await read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows)
+            return await read_and_parse(request, limits, table, opts, be.max_error_rows)
         # A body `_small_body` read (at most BATCH_PARSE_MAX_BODY): cheaper to parse here than
         # to hand to a thread.
-        return parse_body(body, table, opts, be.max_error_rows), len(body)
+        return parse_body(body, table, opts, be.max_error_rows, limits), len(body)
 
     def queue(self, table: Table) -> GroupCommitQueue:
         key = (table.db_id, table.id)

@@ -20,7 +20,6 @@ whose numbers must keep their exact text (big integers, decimals, `num_as_string
 
 from __future__ import annotations
 
-import bz2
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -35,6 +34,15 @@ import pyarrow.parquet as papq
 from sqlglot import exp
 
 from galene.be import expressions as ex
+from galene.be.body_bounds import (
+    DEFAULT_LIMITS,
+    BodyLimits,
+    body_too_big,
+    check_json_depth,
+    check_line_length,
+    inflate_all,
+    json_too_big,
+)
 from galene.be.load_options import (
     COMPRESS_CODECS,
     CSV_FORMATS,
@@ -70,24 +78,41 @@ class ParsedBatch:
     errors: list[RowError] = field(default_factory=list)  # first rejected rows, with reasons
 
 
-def parse_body(body: bytes, table: Table, opts: LoadOptions, max_error_rows: int = 50) -> ParsedBatch:
-    """Parse one stream-load body into `table`'s storage schema with Doris filtering rules."""
+def parse_body(
+    body: bytes,
+    table: Table,
+    opts: LoadOptions,
+    max_error_rows: int = 50,
+    limits: BodyLimits = DEFAULT_LIMITS,
+) -> ParsedBatch:
+    """Parse one stream-load body into `table`'s storage schema with Doris filtering rules.
+
+    `limits` bound what the body may be once inflated (size, line length, JSON depth); they
+    are checked before any parser sees the bytes."""
     if opts.format not in SUPPORTED_FORMATS:
         raise LoadError(f"[NOT_IMPLEMENTED_ERROR]format {opts.format} is not supported yet")
     check_merge_options(table, opts)
 
     plan = _SourcePlan.build(table, opts)
     schema = storage_schema(table)
+    json_document = opts.format == "json" and not (opts.json_by_line and not opts.strip_outer_array)
     if opts.compress_type:
-        body = _decompress(body, opts.compress_type)
+        max_inflated = limits.json_max_bytes if json_document else limits.max_body_bytes
+        body = inflate_all(body, COMPRESS_CODECS[opts.compress_type], max_inflated)
     if _is_blank(body):
         return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
 
     if opts.format in CSV_FORMATS:
+        check_line_length(body, opts.line_delimiter, limits.max_line_bytes)
         source = _read_csv(body, plan, opts, max_error_rows)
     elif opts.format == "parquet":
-        source = _read_parquet(body, plan)
+        source = _read_parquet(body, plan, limits)
     else:
+        if json_document and len(body) > limits.json_max_bytes:
+            raise json_too_big(len(body), limits.json_max_bytes)
+        if not json_document:
+            check_line_length(body, b"\n", limits.max_line_bytes)
+        check_json_depth(body, limits.json_max_depth)
         source = _read_json(body, plan, opts)
 
     num_unselected = 0
@@ -258,19 +283,6 @@ class _Source:
     count_errors: list[RowError]  # rows rejected while reading (wrong column count)
     num_bad_count: int
     render_rows: object = None  # callable(indices) -> raw texts, for the error list
-
-
-def _decompress(body: bytes, compress_type: str) -> bytes:
-    codec = COMPRESS_CODECS[compress_type]
-    try:
-        if codec == "bz2" and not pa.Codec.is_available("bz2"):
-            return bz2.decompress(body)
-        with pa.CompressedInputStream(pa.BufferReader(body), codec) as stream:
-            return stream.read()
-    except (pa.ArrowException, OSError, ValueError, EOFError) as e:
-        raise LoadError(
-            f"[DATA_QUALITY_ERROR]failed to decompress the body as {compress_type}: {e}"
-        ) from None
 
 
 # Bytes that stand in for multi-byte separators while pyarrow reads (it splits on one byte
@@ -575,11 +587,18 @@ def _longest_value_bytes(arr) -> int | None:
     return longest
 
 
-def _read_parquet(body: bytes, plan: _SourcePlan) -> _Source:
-    """A Parquet body: source columns by name (case-insensitive), values in their file types."""
+def _read_parquet(body: bytes, plan: _SourcePlan, limits: BodyLimits) -> _Source:
+    """A Parquet body: source columns by name (case-insensitive), values in their file types.
+
+    The footer is read first: a file whose pages would inflate past streaming_load_max_mb (a
+    Parquet compression bomb) is refused before any page is decoded."""
     try:
+        meta = papq.read_metadata(pa.BufferReader(body))
+        inflated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if inflated > limits.max_body_bytes:
+            raise body_too_big(f"{inflated} (Parquet pages decompressed)", limits.max_body_bytes)
         tbl = papq.read_table(pa.BufferReader(body))
-    except (pa.ArrowException, OSError) as e:
+    except (pa.ArrowException, OSError, ValueError) as e:
         raise LoadError(f"[DATA_QUALITY_ERROR]failed to read the body as Parquet: {e}") from None
     by_name: dict[str, int] = {}
     for i, name in enumerate(tbl.column_names):

@@ -10,6 +10,7 @@ transaction and deletes the files written, so nothing partial ever becomes visib
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import time
@@ -20,8 +21,9 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from galene.be.body_bounds import BodyLimits, body_too_big, inflate, line_too_long
 from galene.be.load_headers import read_load_headers
-from galene.be.load_options import LoadOptions
+from galene.be.load_options import COMPRESS_CODECS, LoadOptions
 from galene.be.parse import ParsedBatch, RowError, parse_body
 from galene.be.routing import route_rows
 from galene.catalog.model import Rowset, Table
@@ -166,17 +168,10 @@ class FeTxnClient:
             log.warning("abort of txn %s failed: %s", txn_id, e)
 
 
-def _too_big(size: str, max_bytes: int) -> LoadError:
-    return LoadError(
-        f"The size of this stream load exceeds the limit, body size: {size}, max size: {max_bytes}. "
-        "Please consider splitting the data or increasing streaming_load_max_mb."
-    )
-
-
 def _check_declared_size(request, max_bytes: int) -> None:
     declared = request.content_length
     if declared is not None and declared > max_bytes:
-        raise _too_big(str(declared), max_bytes)
+        raise body_too_big(str(declared), max_bytes)
 
 
 async def read_body(request, max_bytes: int) -> bytes:
@@ -188,14 +183,14 @@ async def read_body(request, max_bytes: int) -> bytes:
         # a cost thousands of small loads a second pay.
         body = content.read_nowait(-1)
         if len(body) > max_bytes:
-            raise _too_big(str(len(body)), max_bytes)
+            raise body_too_big(str(len(body)), max_bytes)
         return body
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.content.iter_chunked(1 << 20):
         total += len(chunk)
         if total > max_bytes:
-            raise _too_big(f"> {max_bytes}", max_bytes)
+            raise body_too_big(f"> {max_bytes}", max_bytes)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -207,52 +202,94 @@ PIPELINE_BLOCK_BYTES = 32 << 20
 INLINE_PARSE_MAX_BYTES = 16 << 10
 
 
-def _pipelined(opts: LoadOptions) -> bool:
-    """Can the body be split at line delimiters and parsed block by block?"""
-    return (
+def split_delimiter(opts: LoadOptions) -> bytes | None:
+    """The delimiter a body of this load can be cut at into blocks parsed on their own, or None.
+
+    Plain CSV (no header line, no enclosed fields) and JSON read by line qualify, compressed or
+    not; other bodies are parsed whole."""
+    if (
         opts.format == "csv"
         and not opts.skip_lines
         and not opts.enclose
-        and not opts.compress_type
         and not getattr(opts, "trim_double_quotes", False)
-    )
+    ):
+        return opts.line_delimiter
+    if opts.format == "json" and opts.json_by_line and not opts.strip_outer_array:
+        return b"\n"
+    return None
+
+
+async def _plain_chunks(request, max_bytes: int):
+    """The body as it arrives, refusing more than max_bytes."""
+    _check_declared_size(request, max_bytes)
+    total = 0
+    async for chunk in request.content.iter_chunked(1 << 20):
+        total += len(chunk)
+        if total > max_bytes:
+            raise body_too_big(f"> {max_bytes}", max_bytes)
+        yield chunk
+
+
+async def _inflated_blocks(compressed: bytes, max_bytes: int, codec: str):
+    """A compressed body inflated a block at a time in a worker thread: memory holds the
+    compressed bytes and one block, and max_bytes counts the inflated bytes."""
+    blocks = inflate(compressed, codec, max_bytes)
+    while (block := await asyncio.to_thread(next, blocks, None)) is not None:
+        yield block
 
 
 async def read_and_parse(
-    request, max_bytes: int, table: Table, opts: LoadOptions, max_error_rows: int, be=None
+    request, limits: BodyLimits, table: Table, opts: LoadOptions, max_error_rows: int, be=None
 ) -> tuple[ParsedBatch | StreamedLoad, int]:
-    """Read the body (within max_bytes) and parse it; returns the parsed batch and body size.
+    """Read the body (within `limits`) and parse it; returns the parsed batch and the body's
+    size as received.
 
-    With `be` given, a DUPLICATE KEY table's CSV body is also routed and written block by
-    block while it arrives (`StreamedLoad`): memory stays bounded by a few blocks and writing
-    overlaps reading. UNIQUE and AGG tables merge rows within a load, so they keep the
-    whole-load path.
+    Bodies that can be cut at line ends (`split_delimiter`) are parsed block by block while
+    they arrive (or while they inflate). With `be` given, a DUPLICATE KEY table's blocks are
+    also routed and written as they come (`StreamedLoad`): memory stays bounded by a few
+    blocks and writing overlaps reading. UNIQUE and AGG tables merge rows within a load, so
+    they keep their parsed blocks until the end.
     """
+    max_bytes = limits.max_body_bytes
     declared = request.content_length
-    if declared is not None and declared <= INLINE_PARSE_MAX_BYTES:
+    delim = split_delimiter(opts)
+    tiny = declared is not None and declared <= INLINE_PARSE_MAX_BYTES and not opts.compress_type
+    if tiny:
         # A tiny body (the many small loads of logging/IoT clients) is parsed on the event
         # loop: handing it to a worker thread costs more than parsing it.
         body = await read_body(request, max_bytes)
-        return parse_body(body, table, opts, max_error_rows), len(body)
-    if not _pipelined(opts):
+        return parse_body(body, table, opts, max_error_rows, limits), len(body)
+    if delim is None:
         body = await read_body(request, max_bytes)
-        return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows), len(body)
-    _check_declared_size(request, max_bytes)
+        return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows, limits), len(body)
+    received: int | None = None  # None: count the plain bytes as they go by
+    if opts.compress_type:
+        # However small, a compressed body goes block by block: 16 KB can inflate to gigabytes.
+        compressed = await read_body(request, max_bytes)
+        received = len(compressed)
+        source = _inflated_blocks(compressed, max_bytes, COMPRESS_CODECS[opts.compress_type])
+        del compressed
+        block_opts = copy.copy(opts)  # the blocks are plain bytes
+        block_opts.compress_type = None
+    else:
+        source = _plain_chunks(request, max_bytes)
+        block_opts = opts
     builder = (
         RowsetBuilder(be.fs, be.root, table) if be is not None and table.keys_type == "DUP_KEYS" else None
     )
-    delim = opts.line_delimiter
     pending: list[asyncio.Future] = []
     results: list = []  # ParsedBatch per block, or _BlockResult per block when streaming
     chunks: list[bytes] = []  # joined once per block: appending to one growing buffer is quadratic
     buffered = 0
-    total = 0
+    consumed = 0  # bytes of the (inflated) body handed to blocks so far
 
     async def submit(block: bytes) -> None:
         if builder is None:
-            job = asyncio.to_thread(parse_body, block, table, opts, max_error_rows)
+            job = asyncio.to_thread(parse_body, block, table, block_opts, max_error_rows, limits)
         else:
-            job = asyncio.to_thread(_parse_route_write, block, table, opts, max_error_rows, builder)
+            job = asyncio.to_thread(
+                _parse_route_write, block, table, block_opts, max_error_rows, builder, limits
+            )
         pending.append(asyncio.ensure_future(job))
         # Backpressure: with this many blocks in flight, stop reading the socket until the
         # oldest is done (bounds memory; the CPU is busy anyway).
@@ -260,17 +297,17 @@ async def read_and_parse(
             results.append(await pending.pop(0))
 
     try:
-        async for chunk in request.content.iter_chunked(1 << 20):
-            total += len(chunk)
-            if total > max_bytes:
-                raise _too_big(f"> {max_bytes}", max_bytes)
+        async for chunk in source:
             chunks.append(chunk)
             buffered += len(chunk)
             if buffered >= PIPELINE_BLOCK_BYTES:
                 block, rest = _cut_block(chunks, delim)
-                if block is None:  # one enormous line so far: keep accumulating
+                if block is None:  # one enormous line so far: keep accumulating, up to the limit
+                    if buffered > limits.max_line_bytes:
+                        raise line_too_long(limits.max_line_bytes, consumed)
                     continue
                 chunks, buffered = ([rest], len(rest)) if rest else ([], 0)
+                consumed += len(block)
                 await submit(block)
         if chunks:
             await submit(b"".join(chunks))
@@ -283,11 +320,12 @@ async def read_and_parse(
             # Blocks still being written in worker threads delete their own files.
             await asyncio.to_thread(builder.discard)
         raise
+    body_len = consumed + buffered if received is None else received
     if builder is not None:
-        return StreamedLoad.combine(results, builder, max_error_rows), total
+        return StreamedLoad.combine(results, builder, max_error_rows), body_len
     if not results:
-        return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows), 0
-    return _concat_batches(results, max_error_rows), total
+        return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows, limits), 0
+    return _concat_batches(results, max_error_rows), body_len
 
 
 def _cut_block(chunks: list[bytes], delim: bytes) -> tuple[bytes | None, bytes]:
@@ -327,10 +365,15 @@ class _BlockResult:
 
 
 def _parse_route_write(
-    block: bytes, table: Table, opts: LoadOptions, max_error_rows: int, builder: RowsetBuilder
+    block: bytes,
+    table: Table,
+    opts: LoadOptions,
+    max_error_rows: int,
+    builder: RowsetBuilder,
+    limits: BodyLimits,
 ) -> _BlockResult:
     """Worker thread: parse one block, route it, write its rows as one more segment per tablet."""
-    batch = parse_body(block, table, opts, max_error_rows)
+    batch = parse_body(block, table, opts, max_error_rows, limits)
     del block
     routed = route_rows(batch, table, partitions=opts.partitions)
     builder.add(routed.per_tablet)
@@ -424,7 +467,9 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
 
         t_read = time.monotonic()
         batch, body_len = await within_load_timeout(
-            read_and_parse(request, be.max_body_bytes, table, opts, be.max_error_rows, be=be), deadline, opts
+            read_and_parse(request, BodyLimits.from_config(be.cfg), table, opts, be.max_error_rows, be=be),
+            deadline,
+            opts,
         )
         reply.load_bytes = body_len
         reply.read_data_time_ms = int((time.monotonic() - t_read) * 1000)

@@ -33,6 +33,9 @@ class BackendRuntime:
     version: str = ""
     cpu_cores: int = 0
     heartbeat_failures: int = 0
+    # Why the BE's process exited, as its supervisor reported it; kept in ErrMsg (ahead of
+    # later heartbeat failures, which only say the port is closed) until a heartbeat succeeds.
+    exit_reason: str = ""
     extra: dict = field(default_factory=dict)
 
 
@@ -71,7 +74,7 @@ class BackendMonitor:
         except Exception as e:  # noqa: BLE001 - any failure counts; the detector decides when it is down
             self.detector.record_failure(peer, str(e))
             rt.heartbeat_failures += 1
-            rt.err_msg = str(e)[:500]
+            rt.err_msg = (f"{rt.exit_reason} (heartbeat: {e})" if rt.exit_reason else str(e))[:500]
             if self.detector.is_down(peer):
                 rt.alive = False
             return
@@ -79,6 +82,7 @@ class BackendMonitor:
         rt.alive = True
         rt.heartbeat_failures = 0
         rt.err_msg = ""
+        rt.exit_reason = ""
         rt.last_heartbeat = time.time()
         rt.http_port = int(body.get("http_port", 0))
         rt.be_port = int(body.get("be_port", 0))
@@ -96,6 +100,7 @@ class BackendMonitor:
                 if event == "exited":
                     rt = self.status(be.id)
                     rt.alive = False
+                    rt.exit_reason = reason[:400]
                     rt.err_msg = reason[:500]
                     self.detector.record_failure(f"{host}:{heartbeat_port}", reason)
                     log.warning("backend %s:%s: %s", host, heartbeat_port, reason)

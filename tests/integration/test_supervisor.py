@@ -161,8 +161,13 @@ def test_be_killed_under_start_is_restarted_while_the_fe_keeps_serving(node):
             be_pid = node.role_pid("be")
             worker_pids = children_of(be_pid)
             os.kill(be_pid, sig)
-            # The FE hears of the death from the supervisor: Alive=false with the reason.
-            state = _wait(lambda: "false" in _be_alive(node).lower() and _be_alive(node), 30, "Alive=false")
+            # The FE hears of the death from the supervisor: Alive=false with the reason (a
+            # heartbeat may notice the closed port first; the reason follows and then stays).
+            state = _wait(
+                lambda: (s := _be_alive(node)).lower().startswith("false") and sig.name in s and s,
+                30,
+                f"Alive=false naming {sig.name}",
+            )
             assert sig.name in state, state
             seen_dead += 1
             new_pid = _wait(lambda: (p := _pid_or_none(node, "be")) not in (None, be_pid) and p, 60, "BE restart")
