@@ -15,6 +15,36 @@ parts of its Connection that are wrong for us are overridden here: OK packets wi
 affected rows/info, unescaped prepared-statement parameters, a COM_FIELD_LIST answer packed
 into one packet, failed logins that fall through into the command phase, and result labels
 of its sqlglot-based static query evaluation.
+
+Bounds: every input of the port is bounded in size, count and time.
+
+* Packets: `GaleneStream` frames packets itself. A command's payload (all its 16 MB-1
+  packets joined, the command byte included) may be at most the session's
+  `max_allowed_packet` (default: config `max_allowed_packet`); a longer one is read on and
+  discarded piece by piece — never held — and answered with MySQL's 1153 "Got a packet bigger
+  than 'max_allowed_packet' bytes" (08S01), then the connection is closed, as MySQL does.
+  Discarding (up to `_DISCARD_LIMIT` bytes) is what lets the client read the error instead
+  of a reset. Login packets are held to `_LOGIN_PACKET_LIMIT`. A wrong sequence id answers
+  1156 "Got packets out of order" and closes. Large result packets are split as the protocol
+  requires.
+* Connections: a socket is *logging in* from accept until its login completes. At most
+  `qe_max_connection` sockets may be logging in at once; a socket beyond that is answered at
+  once, before the greeting, with Doris' 1203 "Too many connections" and closed (Doris'
+  answer when its connection workers are exhausted). Each has `connect_timeout` seconds to
+  finish its login, then it is closed. Logged-in sessions are bounded as Doris'
+  AcceptListener bounds them: after authentication, past `qe_max_connection` sessions in all
+  or `max_user_connections` for the user, the login is answered with 1203 "Reach limit of
+  connections. Total: <qe_max_connection>, User: <user limit>, Current: <sessions>" and
+  closed. So the port holds at most 2 x `qe_max_connection` sockets, each with bounded buffers.
+* Time: between commands a session waits at most its `wait_timeout` (session variable,
+  default from config `wait_timeout`), then gets MySQL 8's 4031 "The client was disconnected
+  by the server because of inactivity..." and is closed. Inside a packet each read waits at
+  most `net_read_timeout` (1159 "Got timeout reading communication packets"), and each write
+  at most `net_write_timeout`. All are timers, not clock checks on the next packet.
+* Statements: bracket nesting deeper than `max_sql_nesting_depth` is refused (1105) by a
+  non-recursive scan before sqlglot sees the text; nesting the scan does not count (NOT NOT
+  ...) ends in the parser's RecursionError, which is answered the same way. Invalid UTF-8
+  answers 1300 and malformed command packets 1835; neither ends the session.
 """
 
 from __future__ import annotations
@@ -26,7 +56,8 @@ import json
 import logging
 import math
 import struct
-from collections.abc import AsyncIterator, Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -53,7 +84,7 @@ from mysql_mimic.prepared import PreparedStatement
 from mysql_mimic.results import ResultColumn as MimicColumn
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.session import BaseSession
-from mysql_mimic.stream import ConnectionClosed, MysqlStream
+from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import (
     Capabilities,
     ColumnDefinition,
@@ -77,6 +108,7 @@ from mysql_mimic.types import (
     uint_len,
 )
 from mysql_mimic.types import ColumnType as MysqlType
+from mysql_mimic.utils import seq
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
@@ -94,6 +126,7 @@ from galene.fe.session_sql import (
     UseDatabase,
     strip_statement,
 )
+from galene.sql.limits import check_sql_nesting_depth, nesting_error, recursion_limit_for
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +141,15 @@ SERVER_CAPABILITIES = (DEFAULT_SERVER_CAPABILITIES | Capabilities.CLIENT_TRANSAC
 ER_HANDSHAKE = 1043
 ER_UNKNOWN_COMMAND = 1047
 ER_NO_SUCH_THREAD = 1094
-ER_QUERY_INTERRUPTED = 1317
+ER_NET_PACKET_TOO_LARGE = 1153
+ER_NET_PACKETS_OUT_OF_ORDER = 1156
+ER_NET_READ_INTERRUPTED = 1159
+ER_TOO_MANY_USER_CONNECTIONS = 1203
 ER_UNKNOWN_STMT_HANDLER = 1243
+ER_INVALID_CHARACTER_STRING = 1300
+ER_QUERY_INTERRUPTED = 1317
+ER_MALFORMED_PACKET = 1835
+ER_CLIENT_INTERACTION_TIMEOUT = 4031
 
 _SQLSTATES = {
     ER_ACCESS_DENIED: b"28000",
@@ -117,6 +157,10 @@ _SQLSTATES = {
     1046: b"3D000",
     ER_HANDSHAKE: b"08S01",
     ER_UNKNOWN_COMMAND: b"08S01",
+    ER_NET_PACKET_TOO_LARGE: b"08S01",
+    ER_NET_PACKETS_OUT_OF_ORDER: b"08S01",
+    ER_NET_READ_INTERRUPTED: b"08S01",
+    ER_TOO_MANY_USER_CONNECTIONS: b"42000",
     1054: b"42S22",
     1064: b"42000",
     1065: b"42000",
@@ -127,6 +171,233 @@ _SQLSTATES = {
 
 # Rows per batch when streaming a result: bounds memory and lets other sessions run.
 _ROW_BATCH = 4096
+
+# The largest payload of one wire packet; a longer payload continues in the next packets.
+_MAX_PACKET = 0xFFFFFF
+# Login packets (handshake response, auth data) are small: user, scramble, database, plugin
+# and connect attributes (MySQL caps those at 64 KB).
+_LOGIN_PACKET_LIMIT = 128 * 1024
+# An oversized payload is read on and dropped in pieces of this size, so that the client,
+# which is still sending it, can read the error afterwards; past _DISCARD_LIMIT dropped bytes
+# the connection is closed without waiting for the rest.
+_DISCARD_CHUNK = 256 * 1024
+_DISCARD_LIMIT = 1 << 30
+# Connections the kernel queues before we accept them (Doris' mysql_nio_backlog_num): a burst
+# waits in the queue instead of in SYN retransmits, and is answered (or refused) at once.
+_ACCEPT_BACKLOG = 1024
+# MySQL's ranges for the session variables that bound a connection.
+_PACKET_LIMIT_RANGE = (1024, 1 << 30)
+_TIMEOUT_RANGE = (1, 31536000)
+
+_INACTIVITY_MESSAGE = (
+    "The client was disconnected by the server because of inactivity. "
+    "See wait_timeout and interactive_timeout for configuring this behavior."
+)
+_PACKET_TOO_LARGE_MESSAGE = "Got a packet bigger than 'max_allowed_packet' bytes"
+
+
+def _clamp(value: Any, bounds: tuple[int, int], default: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return default
+    return max(bounds[0], min(bounds[1], number))
+
+
+# ---------------------------------------------------------------------------------------
+# Framing
+# ---------------------------------------------------------------------------------------
+
+
+class WireError(Exception):
+    """A framing failure the server answers with an error packet, then closes the connection."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class PacketTooLarge(WireError):
+    def __init__(self) -> None:
+        super().__init__(ER_NET_PACKET_TOO_LARGE, _PACKET_TOO_LARGE_MESSAGE)
+
+
+class PacketsOutOfOrder(WireError):
+    def __init__(self) -> None:
+        super().__init__(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")
+
+
+class NetReadTimeout(WireError):
+    def __init__(self) -> None:
+        super().__init__(ER_NET_READ_INTERRUPTED, "Got timeout reading communication packets")
+
+
+class IdleTimeout(WireError):
+    """No command arrived within the session's wait_timeout."""
+
+    def __init__(self) -> None:
+        super().__init__(ER_CLIENT_INTERACTION_TIMEOUT, _INACTIVITY_MESSAGE)
+
+
+class NetWriteTimeout(ConnectionError):
+    """The client did not take our bytes within net_write_timeout: the connection is dropped."""
+
+
+class GaleneStream:
+    """MySQL packet framing with every read and write bounded in size and time.
+
+    It stands in for mysql-mimic's MysqlStream (same methods; that class is compiled and
+    cannot be subclassed), whose read trusts the announced length, has no deadlines and
+    frames result rows of 16 MB or more with a length that overflows into the sequence id.
+    `max_payload`, `read_timeout` and `write_timeout` are set by the connection for the phase
+    it is in (login, or the session's variables before each command).
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float):
+        self.reader = reader
+        self.writer = writer
+        self.seq = seq(256)
+        self._buffer = bytearray()
+        self._buffer_size = 1 << 15  # write() flushes once this much is buffered
+        self.max_payload = _LOGIN_PACKET_LIMIT
+        self.read_timeout = timeout
+        self.write_timeout = timeout
+
+    def reset_seq(self) -> None:
+        self.seq.reset()
+
+    async def start_tls(self, ssl: Any) -> None:
+        # The endpoint does not announce CLIENT_SSL; a client asking anyway is a bad handshake.
+        raise ConnectionClosed("TLS is not supported on this port")
+
+    # -- reading --------------------------------------------------------------------------
+    async def read(self, idle_timeout: float | None = None) -> bytes:
+        """One payload (a command, or a login packet), joined from its packets.
+
+        `idle_timeout` bounds the wait for the first header (IdleTimeout); every other read
+        waits at most `read_timeout` (NetReadTimeout). A payload over `max_payload` is
+        discarded and raises PacketTooLarge once the client has finished sending it.
+        """
+        first_wait = self.read_timeout if idle_timeout is None else idle_timeout
+        header = await self._read_exactly(4, first_wait, IdleTimeout if idle_timeout is not None else None)
+        pieces: list[bytes] = []
+        total = 0
+        while True:
+            word = int.from_bytes(header, "little")
+            length, sequence_id = word & _MAX_PACKET, word >> 24
+            if sequence_id != next(self.seq):
+                raise PacketsOutOfOrder()
+            if total + length > self.max_payload:
+                await self._discard(length)
+                raise PacketTooLarge()
+            if length:
+                pieces.append(await self._read_exactly(length, self.read_timeout))
+                total += length
+            if length < _MAX_PACKET:
+                break
+            header = await self._read_exactly(4, self.read_timeout)
+        if len(pieces) == 1:
+            return pieces[0]
+        return b"".join(pieces)
+
+    async def _read_exactly(self, n: int, timeout: float, on_timeout: type[WireError] | None = None) -> bytes:
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.reader.readexactly(n)
+        except asyncio.IncompleteReadError:
+            raise ConnectionClosed() from None
+        except TimeoutError:
+            raise (on_timeout or NetReadTimeout)() from None
+
+    async def _discard(self, length: int) -> None:
+        """Read and drop the rest of an oversized payload: this packet's `length` bytes and
+        every continuation packet, holding at most one _DISCARD_CHUNK at a time."""
+        dropped = 0
+        while True:
+            remaining = length
+            while remaining:
+                if dropped >= _DISCARD_LIMIT:
+                    return  # the client keeps sending: close without reading the rest
+                piece = min(remaining, _DISCARD_CHUNK)
+                await self._read_exactly(piece, self.read_timeout)
+                remaining -= piece
+                dropped += piece
+            if length < _MAX_PACKET:
+                return
+            word = int.from_bytes(await self._read_exactly(4, self.read_timeout), "little")
+            length = word & _MAX_PACKET
+            if word >> 24 != next(self.seq):
+                return  # not a continuation after all: answer at once
+
+    # -- writing --------------------------------------------------------------------------
+    def write_many(self, packets: Sequence[bytes]) -> None:
+        for data in packets:
+            self._frame(data)
+
+    def write_text_rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[MimicColumn]) -> int:
+        """Text result rows framed into the buffer (mysql-mimic's encoder; a row of 16 MB or
+        more is split into several packets, as the protocol requires)."""
+        buf = self._buffer
+        count = 0
+        for row in rows:
+            start = len(buf)
+            buf.extend(b"\0\0\0\0")
+            for column, value in zip(columns, row):
+                if value is None:
+                    buf.append(0xFB)
+                    continue
+                if column.use_default_text_encoder:
+                    if isinstance(value, bytes):
+                        encoded = value
+                    else:
+                        encoded = (value if isinstance(value, str) else str(value)).encode(column.codec)
+                elif column.type == MysqlType.TINY:
+                    encoded = str(int(value)).encode(column.codec)
+                else:
+                    encoded = column.text_encoder(column, value)
+                size = len(encoded)
+                if size < 251:
+                    buf.append(size)
+                else:
+                    buf.extend(uint_len(size))
+                buf.extend(encoded)
+            size = len(buf) - start - 4
+            if size < _MAX_PACKET:
+                buf[start : start + 4] = (size | next(self.seq) << 24).to_bytes(4, "little")
+            else:
+                payload = bytes(buf[start + 4 :])
+                del buf[start:]
+                self._frame(payload)
+            count += 1
+        return count
+
+    def _frame(self, data: bytes) -> None:
+        """Frame one payload into the buffer, split into 16 MB-1 packets when it needs to be."""
+        buf = self._buffer
+        offset = 0
+        while True:
+            piece = data[offset : offset + _MAX_PACKET]
+            buf.extend((len(piece) | next(self.seq) << 24).to_bytes(4, "little"))
+            buf.extend(piece)
+            offset += len(piece)
+            if len(piece) < _MAX_PACKET:
+                return
+
+    async def write(self, data: bytes, drain: bool = True) -> None:
+        self._frame(data)
+        if drain or len(self._buffer) >= self._buffer_size:
+            await self.drain()
+
+    async def drain(self) -> None:
+        if self._buffer:
+            self.writer.write(self._buffer)
+            self._buffer = bytearray()
+        try:
+            async with asyncio.timeout(self.write_timeout):
+                await self.writer.drain()
+        except TimeoutError:
+            raise NetWriteTimeout(f"no progress writing to the client in {self.write_timeout}s") from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -214,12 +485,20 @@ class GaleneSession(BaseSession):
             connection_id=self.connection.connection_id if self.connection else 0,
         )
         logger.debug("connection %s: %.200s", info.connection_id, sql)
-        local = self.statements.handle(sql, info)
-        if local is None:
-            result = await self.executor.execute(strip_statement(sql), self.context())
-            if result.new_database is not None:
-                self.database = result.new_database
-            return result
+        max_depth = self.server.max_sql_nesting_depth
+        # Before any parser: sqlglot recurses per nesting level (see galene.sql.limits).
+        check_sql_nesting_depth(sql, max_depth)
+        try:
+            local = self.statements.handle(sql, info)
+            if local is None:
+                result = await self.executor.execute(strip_statement(sql), self.context())
+                if result.new_database is not None:
+                    self.database = result.new_database
+                return result
+        except RecursionError:
+            # Nesting the bracket scan does not see (NOT NOT ..., - - ...) ran out of frames.
+            logger.info("connection %s: statement nested too deeply for the parser", info.connection_id)
+            raise nesting_error(max_depth) from None
         if isinstance(local, UseDatabase):
             await self.use_database(local.database)
             return StatementResult()
@@ -262,9 +541,12 @@ class GaleneConnection(Connection):
         self.server = server
         self.authenticated = False
         self.busy = False
+        self.logging_in = False  # counted in the server's logins in progress
+        self.registered_user: str | None = None  # counted in the server's sessions
         self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT
         self._placeholders: dict[int, list[tuple[int, int]]] = {}
         self._param_types: dict[int, list[tuple[int, bool]]] = {}
+        self._long_data_overflow: set[int] = set()  # statements whose long data passed the bound
 
     # -- charsets -------------------------------------------------------------------------
     @property
@@ -289,13 +571,22 @@ class GaleneConnection(Connection):
     async def _start(self) -> None:
         context.connection_id.set(self.connection_id)
         try:
-            await self.connection_phase()
+            async with asyncio.timeout(self.server.connect_timeout):
+                await self.connection_phase()
+        except TimeoutError:
+            logger.debug("connection %s: login not finished within connect_timeout", self.connection_id)
+            return
+        except WireError as exc:
+            logger.debug("connection %s: %s during login", self.connection_id, exc.message)
+            await self._send_final_error(exc.code, exc.message)
+            return
         except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError):
             return
-        except Exception as exc:  # a malformed handshake must not kill the server
-            logger.exception("handshake failed on connection %s", self.connection_id)
-            with contextlib.suppress(Exception):
-                await self.stream.write(self._error_packet(ER_HANDSHAKE, f"Bad handshake: {exc}"))
+        except Exception as exc:  # noqa: BLE001 - whatever a client sends, it gets an answer, not a stack
+            # Unauthenticated peers (probes, scanners, broken clients) are not worth more than a
+            # debug line each, as Doris logs them.
+            logger.debug("connection %s: bad handshake: %r", self.connection_id, exc)
+            await self._send_final_error(ER_HANDSHAKE, "Bad handshake")
             return
         if not self.authenticated:
             return
@@ -367,9 +658,23 @@ class GaleneConnection(Connection):
         if database and not self.server.executor.database_exists(database):
             await self.stream.write(self._error_packet(ER_BAD_DB, f"Unknown database '{database}'"))
             return
+        # Doris counts a session once it has authenticated, and refuses it then (not before).
+        refusal = self.server.register_session(self, decision.authenticated_as)
+        if refusal is not None:
+            logger.info("connection %s refused: %s", self.connection_id, refusal)
+            await self.stream.write(self._error_packet(ER_TOO_MANY_USER_CONNECTIONS, refusal))
+            return
         self.session.username = decision.authenticated_as
         self.authenticated = True
         await self.stream.write(self._ok_packet())
+
+    async def handle_change_user(self, data: bytes) -> None:
+        with _malformed_packet():
+            await super().handle_change_user(data)
+        if not self.authenticated:
+            # MySQL closes a connection whose COM_CHANGE_USER failed: it must not go on as
+            # the previous user.
+            raise ConnectionClosed()
 
     async def _deny_login(self, username: str, used_password: bool) -> None:
         logger.info("access denied for user '%s' from %s", username, self.client_host)
@@ -396,14 +701,23 @@ class GaleneConnection(Connection):
             Commands.COM_INIT_DB: self.handle_init_db,
             Commands.COM_FIELD_LIST: self.handle_field_list,
         }
+        # Handlers of mysql-mimic that only decode a packet: any decoding failure is the packet's.
+        decode_only = {Commands.COM_STMT_FETCH, Commands.COM_STMT_RESET}
         while True:
+            self._apply_session_bounds()
             try:
-                data = await self.stream.read()
-            except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError, MysqlError):
+                data = await self.stream.read(idle_timeout=self._session_seconds("wait_timeout", 28800))
+            except WireError as exc:
+                logger.info("connection %s closed: %s", self.connection_id, exc.message)
+                await self._send_final_error(exc.code, exc.message)
+                return
+            except (ConnectionClosed, asyncio.IncompleteReadError, ConnectionError):
                 return
             if not data or data[0] == Commands.COM_QUIT:
                 return
             handler = handlers.get(data[0])
+            if data[0] in decode_only:
+                handler = _decoding(handler)
             self.busy = True
             try:
                 self._refresh_status()
@@ -426,6 +740,27 @@ class GaleneConnection(Connection):
             finally:
                 self.busy = False
                 self.stream.reset_seq()
+
+    def _session_seconds(self, name: str, default: int) -> int:
+        return _clamp(self.session.variables.get(name, default), _TIMEOUT_RANGE, default)
+
+    def _apply_session_bounds(self) -> None:
+        """The stream's bounds for the next command, from the session's variables (SET may
+        have changed them)."""
+        stream = self.stream
+        assert isinstance(stream, GaleneStream)
+        stream.max_payload = _clamp(
+            self.session.variables.get("max_allowed_packet"),
+            _PACKET_LIMIT_RANGE,
+            self.server.max_allowed_packet,
+        )
+        stream.read_timeout = self._session_seconds("net_read_timeout", 600)
+        stream.write_timeout = self._session_seconds("net_write_timeout", 600)
+
+    async def _send_final_error(self, code: int, message: str) -> None:
+        """An error packet the connection ends with; the peer may already be gone."""
+        with contextlib.suppress(Exception):
+            await self.stream.write(self._error_packet(code, message))
 
     def kill(self, kind: KillKind = KillKind.CONNECTION) -> None:
         # KILL QUERY only interrupts a running statement; an idle session has none.
@@ -451,7 +786,8 @@ class GaleneConnection(Connection):
         await self.stream.write(self._ok_packet())
 
     async def handle_field_list(self, data: bytes) -> None:
-        request = packets.parse_com_field_list(self.client_charset, data)
+        with _malformed_packet():
+            request = packets.parse_com_field_list(self.client_charset, data)
         table = request.table
         quoted = "`" + table.replace("`", "``") + "`"
         result = await self.session.executor.execute(
@@ -497,6 +833,7 @@ class GaleneConnection(Connection):
     # -- prepared statements ----------------------------------------------------------------
     async def handle_stmt_prepare(self, data: bytes) -> None:
         sql = self.client_charset.decode(data)
+        check_sql_nesting_depth(sql, self.server.max_sql_nesting_depth)
         placeholders = placeholder_spans(sql)
         stmt = PreparedStatement(stmt_id=next(self.prepared_stmt_seq), sql=sql, num_params=len(placeholders))
         self.prepared_stmts[stmt.stmt_id] = stmt
@@ -513,21 +850,26 @@ class GaleneConnection(Connection):
         await self.stream.drain()
 
     async def handle_stmt_execute(self, data: bytes) -> None:
-        reader = io.BytesIO(data)
-        stmt = self.get_stmt(read_uint_4(reader))
-        flags = ComStmtExecuteFlags(read_uint_1(reader))
-        use_cursor = bool(
-            flags
-            & (
-                ComStmtExecuteFlags.CURSOR_TYPE_READ_ONLY
-                | ComStmtExecuteFlags.CURSOR_TYPE_FOR_UPDATE
-                | ComStmtExecuteFlags.CURSOR_TYPE_SCROLLABLE
+        with _malformed_packet():
+            reader = io.BytesIO(data)
+            stmt = self.get_stmt(read_uint_4(reader))
+            flags = ComStmtExecuteFlags(read_uint_1(reader))
+            use_cursor = bool(
+                flags
+                & (
+                    ComStmtExecuteFlags.CURSOR_TYPE_READ_ONLY
+                    | ComStmtExecuteFlags.CURSOR_TYPE_FOR_UPDATE
+                    | ComStmtExecuteFlags.CURSOR_TYPE_SCROLLABLE
+                )
             )
-        )
-        read_uint_4(reader)  # iteration count, always 1
-        params = self._read_stmt_params(reader, stmt)
-        stmt.param_buffers = None
-        sql = substitute_parameters(stmt.sql, self._placeholders.get(stmt.stmt_id, []), params)
+            read_uint_4(reader)  # iteration count, always 1
+            if stmt.stmt_id in self._long_data_overflow:
+                self._long_data_overflow.discard(stmt.stmt_id)
+                stmt.param_buffers = None
+                raise GaleneError(_PACKET_TOO_LARGE_MESSAGE, ER_NET_PACKET_TOO_LARGE)
+            params = self._read_stmt_params(reader, stmt)
+            stmt.param_buffers = None
+            sql = substitute_parameters(stmt.sql, self._placeholders.get(stmt.stmt_id, []), params)
         result = await self.session.run(sql)
         self._refresh_status()
         if use_cursor and result.columns is not None:
@@ -538,10 +880,31 @@ class GaleneConnection(Connection):
         await self._write_result(result, binary=True)
 
     async def handle_stmt_close(self, data: bytes) -> None:
-        stmt_id = struct.unpack_from("<I", data)[0]
+        with _malformed_packet():
+            stmt_id = struct.unpack_from("<I", data)[0]
         self.prepared_stmts.pop(stmt_id, None)
         self._placeholders.pop(stmt_id, None)
         self._param_types.pop(stmt_id, None)
+        self._long_data_overflow.discard(stmt_id)
+
+    async def handle_stmt_send_long_data(self, data: bytes) -> None:
+        # COM_STMT_SEND_LONG_DATA has no answer: problems are reported by the EXECUTE.
+        try:
+            request = packets.parse_com_stmt_send_long_data(data)
+        except (struct.error, ValueError):
+            return
+        stmt = self.prepared_stmts.get(request.stmt_id)
+        if stmt is None or stmt.stmt_id in self._long_data_overflow:
+            return
+        buffers = stmt.param_buffers if stmt.param_buffers is not None else {}
+        held = sum(len(b) for b in buffers.values())
+        # All long data of one execution together is bounded like one packet.
+        if held + len(request.data) > self.stream.max_payload:
+            stmt.param_buffers = None
+            self._long_data_overflow.add(stmt.stmt_id)
+            return
+        stmt.param_buffers = buffers
+        buffers.setdefault(request.param_id, bytearray()).extend(request.data)
 
     def get_stmt(self, stmt_id: int) -> PreparedStatement:
         stmt = self.prepared_stmts.get(stmt_id)
@@ -599,6 +962,13 @@ class GaleneConnection(Connection):
             return self._error_packet(exc.code, exc.mysql_text())
         if isinstance(exc, MysqlError):
             return self._error_packet(int(exc.code), str(exc.msg))
+        if isinstance(exc, UnicodeDecodeError):
+            # MySQL's answer to text that is not in the client's character set.
+            bad = bytes(exc.object[exc.start : exc.start + 16])
+            shown = "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02X}" for b in bad)
+            return self._error_packet(
+                ER_INVALID_CHARACTER_STRING, f"Invalid {self.client_charset.name} character string: '{shown}'"
+            )
         logger.exception("statement failed on connection %s", self.connection_id, exc_info=exc)
         return self._error_packet(ER_UNKNOWN_ERROR, f"errCode = 2, detailMessage = {exc}")
 
@@ -645,6 +1015,30 @@ class GaleneConnection(Connection):
             await asyncio.sleep(0)
 
 
+# Exceptions that decoding a short or inconsistent command packet raises.
+_DECODE_ERRORS = (struct.error, IndexError, KeyError, ValueError, ArithmeticError, AssertionError, EOFError)
+
+
+@contextlib.contextmanager
+def _malformed_packet() -> Iterator[None]:
+    """Decoding failures inside become MySQL's 1835 "Malformed communication packet." (the
+    session lives on); text in the wrong character set stays a 1300."""
+    try:
+        yield
+    except UnicodeDecodeError:
+        raise
+    except _DECODE_ERRORS:
+        raise GaleneError("Malformed communication packet.", ER_MALFORMED_PACKET) from None
+
+
+def _decoding(handler: Any) -> Any:
+    async def run(data: bytes) -> None:
+        with _malformed_packet():
+            await handler(data)
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------
 # Server
 # ---------------------------------------------------------------------------------------
@@ -682,12 +1076,36 @@ class GaleneMysqlServer(MysqlServer):
         port: int = 9030,
         version: str = galene.DORIS_COMPAT_VERSION,
         version_comment: str = DEFAULT_VERSION_COMMENT,
+        *,
+        qe_max_connection: int = 1024,
+        max_user_connections: int = 100,
+        connect_timeout: float = 10,
+        max_allowed_packet: int = 16 << 20,
+        wait_timeout: int = 28800,
+        max_sql_nesting_depth: int = 200,
     ):
         self.executor = executor
         self.host = host
         self._requested_port = port
-        self.global_variables = GlobalVariables(version=version, version_comment=version_comment)
+        self.qe_max_connection = qe_max_connection
+        self.max_user_connections = max_user_connections
+        self.connect_timeout = connect_timeout
+        self.max_allowed_packet = _clamp(max_allowed_packet, _PACKET_LIMIT_RANGE, 16 << 20)
+        self.max_sql_nesting_depth = max_sql_nesting_depth
+        # Statements within max_sql_nesting_depth must parse: sqlglot needs ~50 frames a level,
+        # more than the interpreter's default limit of 1000 allows past ~20 levels.
+        if sys.getrecursionlimit() < recursion_limit_for(max_sql_nesting_depth):
+            sys.setrecursionlimit(recursion_limit_for(max_sql_nesting_depth))
+        self.global_variables = GlobalVariables(
+            version=version,
+            version_comment=version_comment,
+            max_allowed_packet=self.max_allowed_packet,
+            wait_timeout=_clamp(wait_timeout, _TIMEOUT_RANGE, 28800),
+        )
         self.galene_control = _Control()
+        self.logins_in_progress = 0
+        self.sessions = 0
+        self.sessions_by_user: dict[str, int] = {}
         super().__init__(
             capabilities=SERVER_CAPABILITIES,
             control=self.galene_control,
@@ -701,7 +1119,7 @@ class GaleneMysqlServer(MysqlServer):
         return sockets[0].getsockname()[1] if sockets else self._requested_port
 
     async def start(self) -> None:
-        await self.start_server(host=self.host, port=self._requested_port)
+        await self.start_server(host=self.host, port=self._requested_port, backlog=_ACCEPT_BACKLOG)
         logger.info("MySQL endpoint listening on %s:%s", self.host, self.port)
 
     async def stop(self) -> None:
@@ -718,13 +1136,45 @@ class GaleneMysqlServer(MysqlServer):
             raise GaleneError(f"Unknown thread id: {connection_id}", ER_NO_SUCH_THREAD)
         connection.kill(KillKind.QUERY if query_only else KillKind.CONNECTION)
 
+    # -- connection accounting ----------------------------------------------------------------
+    def register_session(self, connection: GaleneConnection, user: str) -> str | None:
+        """Count an authenticated session (Doris' ConnectPoolMgr.registerConnection), or say
+        why it is refused. A connection that logs in again (COM_CHANGE_USER) is counted anew."""
+        self.unregister_session(connection)
+        if connection.logging_in:
+            connection.logging_in = False
+            self.logins_in_progress -= 1
+        user_limit = self.max_user_connections
+        if self.sessions >= self.qe_max_connection or self.sessions_by_user.get(user, 0) >= user_limit:
+            return (
+                f"Reach limit of connections. Total: {self.qe_max_connection}, User: {user_limit}, "
+                f"Current: {self.sessions}"
+            )
+        self.sessions += 1
+        self.sessions_by_user[user] = self.sessions_by_user.get(user, 0) + 1
+        connection.registered_user = user
+        return None
+
+    def unregister_session(self, connection: GaleneConnection) -> None:
+        user = connection.registered_user
+        if user is None:
+            return
+        connection.registered_user = None
+        self.sessions -= 1
+        left = self.sessions_by_user[user] - 1
+        if left:
+            self.sessions_by_user[user] = left
+        else:
+            del self.sessions_by_user[user]
+
     async def _client_connected_cb(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connection_tasks.add(task)
+        stream = GaleneStream(reader, writer, timeout=self.connect_timeout)
         connection = GaleneConnection(
             server=self,
-            stream=MysqlStream(reader, writer),
+            stream=stream,
             session=GaleneSession(self),
             control=self.galene_control,
             identity_provider=self.identity_provider,
@@ -732,18 +1182,28 @@ class GaleneMysqlServer(MysqlServer):
         )
         connection_id = None
         try:
+            if self.logins_in_progress >= self.qe_max_connection:
+                # Sockets that have not logged in yet are bounded too: past the bound the
+                # greeting is replaced by Doris' answer when it has no worker left.
+                raise TooManyConnections()
+            self.logins_in_progress += 1
+            connection.logging_in = True
             connection_id = await self.galene_control.add(connection)
             connection.connection_id = connection_id
             await connection.start()
         except TooManyConnections:
-            with contextlib.suppress(Exception):
-                await connection.stream.write(connection._error_packet(1040, "Too many connections"))
+            logger.debug("refused a connection: %s logins in progress", self.logins_in_progress)
+            await connection._send_final_error(ER_TOO_MANY_USER_CONNECTIONS, "Too many connections")
         except (asyncio.CancelledError, ConnectionError):
             pass
         except Exception:
             logger.exception("connection %s failed", connection_id)
         finally:
             writer.close()
+            if connection.logging_in:
+                connection.logging_in = False
+                self.logins_in_progress -= 1
+            self.unregister_session(connection)
             if connection_id is not None:
                 await self.galene_control.remove(connection_id)
             if task is not None:

@@ -100,6 +100,12 @@ class FeServer:
             port=self.cfg.query_port,
             version=DORIS_COMPAT_VERSION,
             version_comment=VERSION_COMMENT,
+            qe_max_connection=self.cfg.qe_max_connection,
+            max_user_connections=self.cfg.max_user_connections,
+            connect_timeout=self.cfg.connect_timeout,
+            max_allowed_packet=self.cfg.max_allowed_packet,
+            wait_timeout=self.cfg.wait_timeout,
+            max_sql_nesting_depth=self.cfg.max_sql_nesting_depth,
         )
         await self.mysql.start()
         self.query_port = self.mysql.port

@@ -142,10 +142,24 @@ _FALSE_WORDS = {"0", "OFF", "FALSE", "NO"}
 
 
 class GlobalVariables:
-    """Server-wide variable values: the defaults every new session starts from (SET GLOBAL changes them)."""
+    """Server-wide variable values: the defaults every new session starts from (SET GLOBAL changes them).
 
-    def __init__(self, version: str, version_comment: str, time_zone: str | None = None):
+    `max_allowed_packet` and `wait_timeout` default to the FE config keys of the same names
+    (they bound every connection: see galene.fe.mysql_server).
+    """
+
+    def __init__(
+        self,
+        version: str,
+        version_comment: str,
+        time_zone: str | None = None,
+        *,
+        max_allowed_packet: int = 16777216,
+        wait_timeout: int = 28800,
+    ):
         self.specs = _specs(time_zone or system_time_zone(), version, version_comment)
+        self.specs["max_allowed_packet"] = VariableSpec("int", max_allowed_packet)
+        self.specs["wait_timeout"] = VariableSpec("int", wait_timeout)
         self.values: dict[str, Any] = {name: spec.default for name, spec in self.specs.items()}
 
 

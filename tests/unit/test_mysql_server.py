@@ -14,6 +14,8 @@ import os
 import pty
 import select
 import shutil
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -139,9 +141,13 @@ class FakeExecutor:
 
 @pytest.fixture(scope="module")
 def endpoint():
-    executor = FakeExecutor()
+    yield from serve(GaleneMysqlServer(FakeExecutor(), port=0))
+
+
+def serve(server: GaleneMysqlServer):
+    """Run `server` on an event loop in a thread; yields (server, its executor)."""
+    executor = server.executor
     loop = asyncio.new_event_loop()
-    server = GaleneMysqlServer(executor, port=0)
     started = threading.Event()
 
     def serve() -> None:
@@ -491,3 +497,147 @@ def test_mariadb_cli_interactive_builds_field_lists(port, executor):
     assert "Doris version doris-" in text
     assert "| db1        |" in text
     assert "SHOW FULL COLUMNS FROM `t1`" in executor.statements()
+
+
+# --- bounds ------------------------------------------------------------------------------------
+# What a hostile client meets is tested against a real FE process in
+# tests/integration/test_hostile_mysql.py; these check the same paths in-process.
+
+
+@pytest.fixture(scope="module")
+def bounded():
+    server = GaleneMysqlServer(
+        FakeExecutor(),
+        port=0,
+        qe_max_connection=3,
+        max_user_connections=2,
+        connect_timeout=30,
+        max_allowed_packet=64 * 1024,
+        wait_timeout=3600,
+    )
+    yield from serve(server)
+
+
+def raw_login(port: int) -> socket.socket:
+    """A logged-in socket as root (empty password), commands start at sequence id 0."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    read_raw_packet(sock)  # greeting
+    caps = 0x1 | 0x200 | 0x8000 | 0x80000  # LONG_PASSWORD, PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH
+    body = struct.pack("<IIB", caps, 1 << 24, 255) + bytes(23) + b"root\0\0mysql_native_password\0"
+    sock.sendall(struct.pack("<I", len(body) | 1 << 24) + body)
+    assert read_raw_packet(sock)[:1] == b"\x00"
+    return sock
+
+
+def read_raw_packet(sock: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    header = exactly(4)
+    return exactly(int.from_bytes(header[:3], "little"))
+
+
+def test_payloads_over_16mb_are_read_and_written_in_several_packets(port):
+    value = "0123456789abcdef" * (17 * 1024 * 1024 // 16)  # one row of 17 MB each way
+    conn = connect(port, max_allowed_packet=64 << 20)
+    with conn.cursor() as cur:
+        cur.execute("SET max_allowed_packet = 67108864")
+        cur.execute(f"SELECT '{value}' AS v")
+        assert cur.fetchone()[0] == value
+        cur.execute("SELECT 1")
+        assert cur.fetchone() == (1,)
+    conn.close()
+
+
+def test_max_allowed_packet_comes_from_the_server_and_is_enforced(bounded):
+    server, _ = bounded
+    conn = connect(server.port)
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@max_allowed_packet")
+        assert cur.fetchone() == (64 * 1024,)
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("SELECT '" + "x" * (64 * 1024) + "'")
+        assert err.value.args == (1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+    with pytest.raises(pymysql.err.Error):
+        conn.ping(reconnect=False)
+    conn.close()
+
+
+def test_connection_limits(bounded):
+    server, _ = bounded
+    held = [connect(server.port), connect(server.port)]
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        connect(server.port)
+    assert err.value.args == (1203, "Reach limit of connections. Total: 3, User: 2, Current: 2")
+    held.append(connect(server.port, user="alice", password="s3cret"))
+    with pytest.raises(pymysql.err.OperationalError) as err:
+        connect(server.port, user="alice", password="s3cret")
+    assert err.value.args == (1203, "Reach limit of connections. Total: 3, User: 2, Current: 3")
+    for conn in held:
+        conn.close()
+    deadline = time.monotonic() + 10
+    while server.sessions and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.sessions == 0 and server.sessions_by_user == {} and server.logins_in_progress == 0
+
+
+def test_wait_timeout_set_in_a_session_closes_it_with_4031(bounded):
+    server, _ = bounded
+    sock = raw_login(server.port)
+    sql = b"\x03SET wait_timeout = 1"
+    sock.sendall(struct.pack("<I", len(sql)) + sql)
+    assert read_raw_packet(sock)[:1] == b"\x00"
+    error = read_raw_packet(sock)  # unprompted, once the session was idle for a second
+    assert error[:9] == b"\xff" + struct.pack("<H", 4031) + b"#HY000"
+    assert error[9:].startswith(b"The client was disconnected by the server because of inactivity.")
+    with pytest.raises(EOFError):
+        read_raw_packet(sock)
+    sock.close()
+
+
+def test_bad_packets_after_login(bounded):
+    server, _ = bounded
+    sock = raw_login(server.port)
+    bad_utf8 = b"\x03SELECT '\xc3\x28'"
+    sock.sendall(struct.pack("<I", len(bad_utf8)) + bad_utf8)
+    error = read_raw_packet(sock)
+    assert error[1:3] == struct.pack("<H", 1300) and b"Invalid utf8mb4 character string: '\\xC3(" in error
+    truncated_execute = b"\x17\x01"
+    sock.sendall(struct.pack("<I", len(truncated_execute)) + truncated_execute)
+    assert read_raw_packet(sock)[1:3] == struct.pack("<H", 1835)
+    out_of_order = b"\x03SELECT 1"
+    sock.sendall(struct.pack("<I", len(out_of_order) | 5 << 24) + out_of_order)
+    assert read_raw_packet(sock)[1:3] == struct.pack("<H", 1156)
+    with pytest.raises(EOFError):
+        read_raw_packet(sock)
+    sock.close()
+
+
+def test_failed_change_user_closes_the_connection(port):
+    import mysql.connector
+
+    conn = mysql.connector.connect(host="127.0.0.1", port=port, user="root", use_pure=True)
+    with pytest.raises(mysql.connector.Error) as err:
+        conn.cmd_change_user(username="alice", password="wrong")
+    assert err.value.errno == 1045
+    with pytest.raises(mysql.connector.Error):
+        conn.cmd_query("SELECT 1")
+    conn.close()
+
+
+def test_deep_nesting_is_refused_before_parsing(port):
+    conn = connect(port)
+    with conn.cursor() as cur:
+        with pytest.raises(pymysql.err.OperationalError) as err:
+            cur.execute("SELECT " + "(" * 100_000 + "1" + ")" * 100_000)
+        assert err.value.args[0] == 1105
+        assert "nested too deeply" in err.value.args[1]
+        cur.execute("SELECT 1")
+        assert cur.fetchone() == (1,)
+    conn.close()
