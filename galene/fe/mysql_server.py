@@ -146,6 +146,7 @@ ER_NET_PACKETS_OUT_OF_ORDER = 1156
 ER_NET_READ_INTERRUPTED = 1159
 ER_TOO_MANY_USER_CONNECTIONS = 1203
 ER_UNKNOWN_STMT_HANDLER = 1243
+ER_STMT_HAS_NO_OPEN_CURSOR = 1421
 ER_INVALID_CHARACTER_STRING = 1300
 ER_QUERY_INTERRUPTED = 1317
 ER_MALFORMED_PACKET = 1835
@@ -261,6 +262,8 @@ class GaleneStream:
         self._buffer = bytearray()
         self._buffer_size = 1 << 15  # write() flushes once this much is buffered
         self.max_payload = _LOGIN_PACKET_LIMIT
+        # Login packets past the bound are not read on: no honest client sends one.
+        self.discard_oversized = False
         self.read_timeout = timeout
         self.write_timeout = timeout
 
@@ -289,7 +292,8 @@ class GaleneStream:
             if sequence_id != next(self.seq):
                 raise PacketsOutOfOrder()
             if total + length > self.max_payload:
-                await self._discard(length)
+                if self.discard_oversized:
+                    await self._discard(length)
                 raise PacketTooLarge()
             if length:
                 pieces.append(await self._read_exactly(length, self.read_timeout))
@@ -339,6 +343,7 @@ class GaleneStream:
         """Text result rows framed into the buffer (mysql-mimic's encoder; a row of 16 MB or
         more is split into several packets, as the protocol requires)."""
         buf = self._buffer
+        sequence = self.seq
         count = 0
         for row in rows:
             start = len(buf)
@@ -364,7 +369,9 @@ class GaleneStream:
                 buf.extend(encoded)
             size = len(buf) - start - 4
             if size < _MAX_PACKET:
-                buf[start : start + 4] = (size | next(self.seq) << 24).to_bytes(4, "little")
+                sequence_id = sequence.value
+                sequence.value = (sequence_id + 1) & 0xFF
+                buf[start : start + 4] = (size | sequence_id << 24).to_bytes(4, "little")
             else:
                 payload = bytes(buf[start + 4 :])
                 del buf[start:]
@@ -701,8 +708,6 @@ class GaleneConnection(Connection):
             Commands.COM_INIT_DB: self.handle_init_db,
             Commands.COM_FIELD_LIST: self.handle_field_list,
         }
-        # Handlers of mysql-mimic that only decode a packet: any decoding failure is the packet's.
-        decode_only = {Commands.COM_STMT_FETCH, Commands.COM_STMT_RESET}
         while True:
             self._apply_session_bounds()
             try:
@@ -716,8 +721,6 @@ class GaleneConnection(Connection):
             if not data or data[0] == Commands.COM_QUIT:
                 return
             handler = handlers.get(data[0])
-            if data[0] in decode_only:
-                handler = _decoding(handler)
             self.busy = True
             try:
                 self._refresh_status()
@@ -754,6 +757,7 @@ class GaleneConnection(Connection):
             _PACKET_LIMIT_RANGE,
             self.server.max_allowed_packet,
         )
+        stream.discard_oversized = True
         stream.read_timeout = self._session_seconds("net_read_timeout", 600)
         stream.write_timeout = self._session_seconds("net_write_timeout", 600)
 
@@ -906,6 +910,37 @@ class GaleneConnection(Connection):
         stmt.param_buffers = buffers
         buffers.setdefault(request.param_id, bytearray()).extend(request.data)
 
+    async def handle_stmt_fetch(self, data: bytes) -> None:
+        with _malformed_packet():
+            request = packets.parse_handle_stmt_fetch(data)
+        stmt = self.get_stmt(request.stmt_id)
+        if stmt.cursor is None:
+            raise GaleneError(
+                f"The statement ({request.stmt_id}) has no open cursor.", ER_STMT_HAS_NO_OPEN_CURSOR
+            )
+        count = 0
+        if request.num_rows > 0:
+            # Stop right after the last requested row: pulling one more would lose it.
+            async for packet in stmt.cursor:
+                await self.stream.write(packet, drain=False)
+                count += 1
+                if count >= request.num_rows:
+                    break
+        status = ServerStatus.SERVER_STATUS_CURSOR_EXISTS
+        if count < request.num_rows:
+            stmt.cursor = None
+            status = ServerStatus.SERVER_STATUS_LAST_ROW_SENT
+        await self.stream.write(self.ok_or_eof(flags=status))
+
+    async def handle_stmt_reset(self, data: bytes) -> None:
+        with _malformed_packet():
+            request = packets.parse_com_stmt_reset(data)
+        stmt = self.get_stmt(request.stmt_id)
+        stmt.param_buffers = None
+        stmt.cursor = None
+        self._long_data_overflow.discard(stmt.stmt_id)
+        await self.stream.write(self._ok_packet())
+
     def get_stmt(self, stmt_id: int) -> PreparedStatement:
         stmt = self.prepared_stmts.get(stmt_id)
         if stmt is None:
@@ -1029,14 +1064,6 @@ def _malformed_packet() -> Iterator[None]:
         raise
     except _DECODE_ERRORS:
         raise GaleneError("Malformed communication packet.", ER_MALFORMED_PACKET) from None
-
-
-def _decoding(handler: Any) -> Any:
-    async def run(data: bytes) -> None:
-        with _malformed_packet():
-            await handler(data)
-
-    return run
 
 
 # ---------------------------------------------------------------------------------------

@@ -641,3 +641,29 @@ def test_deep_nesting_is_refused_before_parsing(port):
         cur.execute("SELECT 1")
         assert cur.fetchone() == (1,)
     conn.close()
+
+
+def test_cursor_fetch_returns_every_row_once(port):
+    """COM_STMT_FETCH in batches: no row is lost between batches (mysql-mimic's loop dropped one)."""
+    sock = raw_login(port)
+
+    def command(payload: bytes) -> None:
+        sock.sendall(struct.pack("<I", len(payload)) + payload)
+
+    command(b"\x16SELECT * FROM typed")  # COM_STMT_PREPARE
+    stmt_id = read_raw_packet(sock)[1:5]
+    command(b"\x17" + stmt_id + b"\x01" + struct.pack("<I", 1))  # COM_STMT_EXECUTE, read-only cursor
+    packets = []
+    while not (packets and packets[-1][:1] == b"\xfe" and len(packets[-1]) < 9):
+        packets.append(read_raw_packet(sock))
+    assert packets[0] == bytes([len(TYPED_COLUMNS)])
+    batches = []
+    for _ in range(2):
+        command(b"\x1c" + stmt_id + struct.pack("<I", 2))  # COM_STMT_FETCH, 2 rows
+        rows = []
+        while (packet := read_raw_packet(sock))[:1] != b"\xfe":
+            rows.append(packet)
+        status = struct.unpack_from("<H", packet, 3)[0]
+        batches.append((len(rows), bool(status & 0x80)))  # SERVER_STATUS_LAST_ROW_SENT
+    assert batches == [(2, False), (1, True)]
+    sock.close()
