@@ -80,6 +80,11 @@ class Config:
     # Parse small group-commit loads and write the WAL in a child process (its own GIL);
     # false: the same code in a thread of the BE process.
     group_commit_ingest_worker: bool = True
+    # Group commit keeps a load's rows in memory until they are in the WAL, so it takes small
+    # loads only: a body declared larger than this, or compressed (its inflated size is
+    # unknown), runs as a normal streamed load, as Doris falls back for 2PC or partitions; a
+    # chunked body larger than this fails with a message naming this key.
+    group_commit_max_load_mb: int = 16
     # --- network discipline ---------------------------------------------------------
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
     tcp_user_timeout_ms: int = 5000

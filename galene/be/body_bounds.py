@@ -27,7 +27,7 @@ import pyarrow as pa
 from galene.common.errors import LoadError
 
 # Inflated bytes handed on per step: what a decompressing load holds besides its output.
-INFLATE_BLOCK_BYTES = 4 << 20
+INFLATE_BLOCK_BYTES = 1 << 20
 # Bytes of JSON scanned per numpy pass (the pass allocates ~50 bytes per input byte).
 _DEPTH_SCAN_CHUNK = 1 << 20
 
@@ -39,6 +39,7 @@ class BodyLimits(msgspec.Struct, frozen=True):
     json_max_bytes: int = 100 << 20  # streaming_load_json_max_mb: JSON read as one document
     json_max_depth: int = 100  # load_json_max_depth
     max_line_bytes: int = 64 << 20  # load_max_line_bytes
+    max_body_key: str = "streaming_load_max_mb"  # the config key named when a body is too big
 
     @classmethod
     def from_config(cls, cfg) -> BodyLimits:
@@ -53,11 +54,11 @@ class BodyLimits(msgspec.Struct, frozen=True):
 DEFAULT_LIMITS = BodyLimits()
 
 
-def body_too_big(size: str, max_bytes: int) -> LoadError:
-    """Doris' reply for a body over streaming_load_max_mb."""
+def body_too_big(size: str, max_bytes: int, key: str = "streaming_load_max_mb") -> LoadError:
+    """Doris' reply for a body over streaming_load_max_mb (or over another key's limit)."""
     return LoadError(
         f"The size of this stream load exceeds the limit, body size: {size}, max size: {max_bytes}. "
-        "Please consider splitting the data or increasing streaming_load_max_mb."
+        f"Please consider splitting the data or increasing {key}."
     )
 
 
@@ -75,7 +76,11 @@ def json_too_big(size: int, max_bytes: int) -> LoadError:
 
 
 def inflate(
-    body: bytes, codec: str, max_bytes: int, block_bytes: int = INFLATE_BLOCK_BYTES
+    body: bytes,
+    codec: str,
+    max_bytes: int,
+    block_bytes: int = INFLATE_BLOCK_BYTES,
+    key: str = "streaming_load_max_mb",
 ) -> Iterator[bytes]:
     """The inflated body in blocks of at most `block_bytes`, refusing more than `max_bytes`.
 
@@ -91,15 +96,15 @@ def inflate(
                     return
                 total += len(block)
                 if total > max_bytes:
-                    raise body_too_big(f"> {max_bytes} after decompression", max_bytes)
+                    raise body_too_big(f"> {max_bytes} after decompression", max_bytes, key)
                 yield block
     except (pa.ArrowException, OSError, ValueError, EOFError) as e:
         raise LoadError(f"[DATA_QUALITY_ERROR]failed to decompress the body as {codec}: {e}") from None
 
 
-def inflate_all(body: bytes, codec: str, max_bytes: int) -> bytes:
+def inflate_all(body: bytes, codec: str, max_bytes: int, key: str = "streaming_load_max_mb") -> bytes:
     """The whole inflated body (for formats parsed as one piece), at most `max_bytes`."""
-    return b"".join(inflate(body, codec, max_bytes))
+    return b"".join(inflate(body, codec, max_bytes, key=key))
 
 
 # ---------------------------------------------------------------------------------------

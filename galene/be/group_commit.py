@@ -74,6 +74,16 @@ from galene.storage.rowset import delete_rowset_files, storage_schema, write_row
 
 log = logging.getLogger(__name__)
 
+
+def group_commit_limits(cfg) -> BodyLimits:
+    """The body bounds of a group-commit load: the stream-load ones, with the body capped at
+    group_commit_max_load_mb (a chunked body only finds out while it arrives)."""
+    limits = BodyLimits.from_config(cfg)
+    cap = cfg.group_commit_max_load_mb << 20
+    if cap >= limits.max_body_bytes:
+        return limits
+    return msgspec.structs.replace(limits, max_body_bytes=cap, max_body_key="group_commit_max_load_mb")
+
 GROUP_LABEL_PREFIX = "group_commit_"
 DEFAULT_INTERVAL_MS = 10000
 DEFAULT_DATA_BYTES = 134217728
@@ -572,7 +582,7 @@ class GroupCommitManager:
         if lh.group_commit_error is not None:  # an invalid value fails the load (Doris' text)
             raise LoadError(lh.group_commit_error)
         mode = lh.group_commit
-        if mode == "off_mode" or lh.no_group_commit:
+        if mode == "off_mode" or lh.no_group_commit or not self._small_enough(request, lh):
             return None
         auth = lh.auth
         if mode is None:
@@ -584,6 +594,15 @@ class GroupCommitManager:
             if mode == "off_mode":
                 return None
         return await self.execute(request, db, table_name, mode, lh)
+
+    def _small_enough(self, request, lh: LoadHeaders) -> bool:
+        """Group commit holds a load's rows until they are in the WAL, so it takes small loads
+        only: a body declared over group_commit_max_load_mb, or compressed (a few KB can
+        inflate to gigabytes), is loaded as a normal streamed load instead."""
+        declared = request.content_length
+        if lh.opts.compress_type:
+            return False
+        return declared is None or declared <= self.be.cfg.group_commit_max_load_mb << 20
 
     async def execute(
         self, request, db: str, table_name: str, mode: str, lh: LoadHeaders
@@ -765,13 +784,14 @@ class GroupCommitManager:
             or len(table.partitions) != 1
         ):
             return None
-        return await read_body(request, self.be.max_body_bytes)
+        limits = group_commit_limits(self.be.cfg)
+        return await read_body(request, limits.max_body_bytes, limits.max_body_key)
 
     async def _read_and_parse(
         self, request, table: Table, opts: LoadOptions, body: bytes | None
     ) -> tuple[ParsedBatch, int]:
         be = self.be
-        limits = BodyLimits.from_config(be.cfg)
+        limits = group_commit_limits(be.cfg)
         if body is None:
             return await read_and_parse(request, limits, table, opts, be.max_error_rows)
         # A body `_small_body` read (at most BATCH_PARSE_MAX_BODY): cheaper to parse here than

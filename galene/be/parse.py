@@ -97,8 +97,11 @@ def parse_body(
     schema = storage_schema(table)
     json_document = opts.format == "json" and not (opts.json_by_line and not opts.strip_outer_array)
     if opts.compress_type:
-        max_inflated = limits.json_max_bytes if json_document else limits.max_body_bytes
-        body = inflate_all(body, COMPRESS_CODECS[opts.compress_type], max_inflated)
+        if json_document and limits.json_max_bytes < limits.max_body_bytes:
+            max_inflated, key = limits.json_max_bytes, "streaming_load_json_max_mb"
+        else:
+            max_inflated, key = limits.max_body_bytes, limits.max_body_key
+        body = inflate_all(body, COMPRESS_CODECS[opts.compress_type], max_inflated, key)
     if _is_blank(body):
         return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
 
@@ -596,7 +599,9 @@ def _read_parquet(body: bytes, plan: _SourcePlan, limits: BodyLimits) -> _Source
         meta = papq.read_metadata(pa.BufferReader(body))
         inflated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if inflated > limits.max_body_bytes:
-            raise body_too_big(f"{inflated} (Parquet pages decompressed)", limits.max_body_bytes)
+            raise body_too_big(
+                f"{inflated} (Parquet pages decompressed)", limits.max_body_bytes, limits.max_body_key
+            )
         tbl = papq.read_table(pa.BufferReader(body))
     except (pa.ArrowException, OSError, ValueError) as e:
         raise LoadError(f"[DATA_QUALITY_ERROR]failed to read the body as Parquet: {e}") from None

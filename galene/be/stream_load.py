@@ -25,7 +25,7 @@ from galene.be.body_bounds import BodyLimits, body_too_big, inflate, line_too_lo
 from galene.be.load_headers import read_load_headers
 from galene.be.load_options import COMPRESS_CODECS, LoadOptions
 from galene.be.parse import ParsedBatch, RowError, parse_body
-from galene.be.routing import route_rows
+from galene.be.routing import dedup_last_per_key, route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.storage.rowset import RowsetBuilder, delete_rowset_files, write_rowsets
@@ -168,29 +168,30 @@ class FeTxnClient:
             log.warning("abort of txn %s failed: %s", txn_id, e)
 
 
-def _check_declared_size(request, max_bytes: int) -> None:
+def _check_declared_size(request, max_bytes: int, key: str = "streaming_load_max_mb") -> None:
     declared = request.content_length
     if declared is not None and declared > max_bytes:
-        raise body_too_big(str(declared), max_bytes)
+        raise body_too_big(str(declared), max_bytes, key)
 
 
-async def read_body(request, max_bytes: int) -> bytes:
-    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes."""
-    _check_declared_size(request, max_bytes)
+async def read_body(request, max_bytes: int, key: str = "streaming_load_max_mb") -> bytes:
+    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes
+    (`key` names the config key that sets it)."""
+    _check_declared_size(request, max_bytes, key)
     content = request.content
     if content.is_eof():
         # The whole (small) body came with the headers: take it without the async iterator,
         # a cost thousands of small loads a second pay.
         body = content.read_nowait(-1)
         if len(body) > max_bytes:
-            raise body_too_big(str(len(body)), max_bytes)
+            raise body_too_big(str(len(body)), max_bytes, key)
         return body
     chunks: list[bytes] = []
     total = 0
     async for chunk in request.content.iter_chunked(1 << 20):
         total += len(chunk)
         if total > max_bytes:
-            raise body_too_big(f"> {max_bytes}", max_bytes)
+            raise body_too_big(f"> {max_bytes}", max_bytes, key)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -198,6 +199,10 @@ async def read_body(request, max_bytes: int) -> bytes:
 # Plain CSV bodies are cut at line boundaries into blocks of this size and each block is
 # parsed while the next one is still arriving, so reading the socket and parsing overlap.
 PIPELINE_BLOCK_BYTES = 32 << 20
+# ... or at this many lines, whichever comes first: parsing and routing a block costs memory
+# per row besides its text (measured: ~120 MB per 1M CSV rows, ~150 MB per 1M JSON lines, so
+# 32 MB of 4-byte CSV rows, 8M of them, peaked at ~500 MB).
+PIPELINE_BLOCK_LINES = {"csv": 1 << 20, "json": 1 << 18}
 # Bodies declared (Content-Length) at most this big are parsed inline, without a thread hop.
 INLINE_PARSE_MAX_BYTES = 16 << 10
 
@@ -219,21 +224,21 @@ def split_delimiter(opts: LoadOptions) -> bytes | None:
     return None
 
 
-async def _plain_chunks(request, max_bytes: int):
+async def _plain_chunks(request, max_bytes: int, key: str):
     """The body as it arrives, refusing more than max_bytes."""
-    _check_declared_size(request, max_bytes)
+    _check_declared_size(request, max_bytes, key)
     total = 0
     async for chunk in request.content.iter_chunked(1 << 20):
         total += len(chunk)
         if total > max_bytes:
-            raise body_too_big(f"> {max_bytes}", max_bytes)
+            raise body_too_big(f"> {max_bytes}", max_bytes, key)
         yield chunk
 
 
-async def _inflated_blocks(compressed: bytes, max_bytes: int, codec: str):
+async def _inflated_blocks(compressed: bytes, max_bytes: int, codec: str, key: str):
     """A compressed body inflated a block at a time in a worker thread: memory holds the
     compressed bytes and one block, and max_bytes counts the inflated bytes."""
-    blocks = inflate(compressed, codec, max_bytes)
+    blocks = inflate(compressed, codec, max_bytes, key=key)
     while (block := await asyncio.to_thread(next, blocks, None)) is not None:
         yield block
 
@@ -250,29 +255,29 @@ async def read_and_parse(
     blocks and writing overlaps reading. UNIQUE and AGG tables merge rows within a load, so
     they keep their parsed blocks until the end.
     """
-    max_bytes = limits.max_body_bytes
+    max_bytes, key = limits.max_body_bytes, limits.max_body_key
     declared = request.content_length
     delim = split_delimiter(opts)
     tiny = declared is not None and declared <= INLINE_PARSE_MAX_BYTES and not opts.compress_type
     if tiny:
         # A tiny body (the many small loads of logging/IoT clients) is parsed on the event
         # loop: handing it to a worker thread costs more than parsing it.
-        body = await read_body(request, max_bytes)
+        body = await read_body(request, max_bytes, key)
         return parse_body(body, table, opts, max_error_rows, limits), len(body)
     if delim is None:
-        body = await read_body(request, max_bytes)
+        body = await read_body(request, max_bytes, key)
         return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows, limits), len(body)
     received: int | None = None  # None: count the plain bytes as they go by
     if opts.compress_type:
         # However small, a compressed body goes block by block: 16 KB can inflate to gigabytes.
-        compressed = await read_body(request, max_bytes)
+        compressed = await read_body(request, max_bytes, key)
         received = len(compressed)
-        source = _inflated_blocks(compressed, max_bytes, COMPRESS_CODECS[opts.compress_type])
+        source = _inflated_blocks(compressed, max_bytes, COMPRESS_CODECS[opts.compress_type], key)
         del compressed
         block_opts = copy.copy(opts)  # the blocks are plain bytes
         block_opts.compress_type = None
     else:
-        source = _plain_chunks(request, max_bytes)
+        source = _plain_chunks(request, max_bytes, key)
         block_opts = opts
     builder = (
         RowsetBuilder(be.fs, be.root, table) if be is not None and table.keys_type == "DUP_KEYS" else None
@@ -285,7 +290,7 @@ async def read_and_parse(
 
     async def submit(block: bytes) -> None:
         if builder is None:
-            job = asyncio.to_thread(parse_body, block, table, block_opts, max_error_rows, limits)
+            job = asyncio.to_thread(_parse_kept_block, block, table, block_opts, max_error_rows, limits)
         else:
             job = asyncio.to_thread(
                 _parse_route_write, block, table, block_opts, max_error_rows, builder, limits
@@ -293,20 +298,23 @@ async def read_and_parse(
         pending.append(asyncio.ensure_future(job))
         # Backpressure: with this many blocks in flight, stop reading the socket until the
         # oldest is done (bounds memory; the CPU is busy anyway).
-        if builder is not None and len(pending) >= STREAM_MAX_BLOCKS_IN_FLIGHT:
+        if len(pending) >= STREAM_MAX_BLOCKS_IN_FLIGHT:
             results.append(await pending.pop(0))
 
+    lines = 0  # line delimiters in the buffered chunks
+    max_lines = PIPELINE_BLOCK_LINES[opts.format]
     try:
         async for chunk in source:
             chunks.append(chunk)
             buffered += len(chunk)
-            if buffered >= PIPELINE_BLOCK_BYTES:
+            lines += chunk.count(delim)
+            if buffered >= PIPELINE_BLOCK_BYTES or lines >= max_lines:
                 block, rest = _cut_block(chunks, delim)
                 if block is None:  # one enormous line so far: keep accumulating, up to the limit
                     if buffered > limits.max_line_bytes:
                         raise line_too_long(limits.max_line_bytes, consumed)
                     continue
-                chunks, buffered = ([rest], len(rest)) if rest else ([], 0)
+                chunks, buffered, lines = ([rest], len(rest), 0) if rest else ([], 0, 0)
                 consumed += len(block)
                 await submit(block)
         if chunks:
@@ -326,6 +334,20 @@ async def read_and_parse(
     if not results:
         return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows, limits), 0
     return _concat_batches(results, max_error_rows), body_len
+
+
+def _parse_kept_block(
+    block: bytes, table: Table, opts: LoadOptions, max_error_rows: int, limits: BodyLimits
+) -> ParsedBatch:
+    """Worker thread: parse one block of a load whose rows are kept until its end. A UNIQUE
+    KEY table's block keeps only its last row per key (the rule route_rows applies to the
+    whole load, so applying it per block first changes nothing): a body that repeats a few
+    keys, such as a decompression bomb, holds a few rows, not its inflated size."""
+    batch = parse_body(block, table, opts, max_error_rows, limits)
+    if table.keys_type == "UNIQUE_KEYS" and table.key_columns and batch.data.num_rows:
+        seq = table.sequence_column()
+        batch.data = dedup_last_per_key(batch.data, table.key_columns, seq.name if seq is not None else None)
+    return batch
 
 
 def _cut_block(chunks: list[bytes], delim: bytes) -> tuple[bytes | None, bytes]:
