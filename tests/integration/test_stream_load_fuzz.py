@@ -1,8 +1,10 @@
 """Fuzzing the BE stream-load endpoint with random bodies and headers (hypothesis).
 
 Bodies: raw bytes, broken CSV and JSON, huge fields, NULs, invalid UTF-8, compressed-looking
-junk. Headers: every known Stream Load header with random values, unknown names, names in
-odd case. For every request the test checks what a user relies on:
+junk; and hostile shapes: JSON nested up to 200,000 deep (arrays, objects, mixed, inside
+lines, after strings), compression bombs of every codec, rows 100,000 fields wide, lines of
+megabytes. Headers: every known Stream Load header with random values, unknown names, names
+in odd case. For every request the test checks what a user relies on:
 
 * a reply comes back before the load's own timeout (plus a margin for the reply itself):
   HTTP 200 with a JSON `Status`, or a clean 4xx;
@@ -94,6 +96,72 @@ def json_bodies(draw) -> bytes:
 
 
 bodies = st.one_of(st.binary(max_size=2048), csv_bodies(), json_bodies())
+
+
+@st.composite
+def deep_json(draw) -> tuple[bytes, dict[str, str]]:
+    """JSON nested far past load_json_max_depth: arrays, objects, both, in any framing."""
+    depth = draw(st.integers(50, 200_000))
+    opener, closer = draw(
+        st.sampled_from([(b"[", b"]"), (b'{"k":', b"}"), (b'[{"s":', b"}]"), (b'{"s":"[","k":[', b"]}")])
+    )
+    inner = draw(st.sampled_from([b"1", b'"x"', b"[]", b"{}", b""]))
+    closed = draw(st.booleans())
+    doc = opener * depth + inner + (closer * depth if closed else b"")
+    prefix = draw(st.sampled_from([b"", b'{"k": 1, "s": "a"}\n', b'{"s": "unterminated\n', b"]]]]\n"]))
+    framing = draw(st.sampled_from(["array", "lines", "plain"]))
+    if framing == "array":
+        return b"[" + doc + b"]", {"format": "json", "strip_outer_array": "true"}
+    if framing == "lines":
+        return prefix + doc + b"\n", {"format": "json", "read_json_by_line": "true"}
+    return doc, {"format": "json"}
+
+
+def _compress(data: bytes, codec: str) -> bytes:
+    import pyarrow as pa
+
+    out = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(out, codec) as stream:
+        stream.write(data)
+    return out.getvalue().to_pybytes()
+
+
+_CODECS = {"gz": "gzip", "bz2": "bz2", "lz4": "lz4", "zstd": "zstd"}
+
+
+@st.composite
+def compression_bombs(draw) -> tuple[bytes, dict[str, str]]:
+    """A few KB that inflate to up to 256 MB of one repeated unit (concatenated streams)."""
+    compress_type = draw(st.sampled_from(sorted(_CODECS)))
+    unit = draw(st.sampled_from([b"\0" * 64, b" " * 64, b"[" * 64, b'{"k":' * 8, b"1,a\n", b"x," * 32]))
+    repeats = draw(st.integers(1, 16))
+    piece = 16 << 20 if compress_type != "bz2" else 1 << 20
+    member = _compress(unit * (piece // len(unit)), _CODECS[compress_type])
+    if unit == b"1,a\n":
+        repeats = 1  # real rows: a bounded number of them
+    fmt = draw(st.sampled_from(["csv", "json"]))
+    headers = {"compress_type": compress_type, "format": fmt, "column_separator": ","}
+    if fmt == "json":
+        headers[draw(st.sampled_from(["strip_outer_array", "read_json_by_line"]))] = "true"
+    return member * repeats, headers
+
+
+@st.composite
+def oversized_rows(draw) -> tuple[bytes, dict[str, str]]:
+    """Rows 100,000 fields wide, fields and lines of megabytes, a `columns` list of thousands."""
+    kind = draw(st.sampled_from(["wide", "long_line", "many_columns_header"]))
+    if kind == "wide":
+        n = draw(st.integers(1000, 100_000))
+        return b",".join([b"1"] * n) + b"\n", {"column_separator": ","}
+    if kind == "long_line":
+        n = draw(st.integers(1 << 20, 8 << 20))
+        return b"1," + b"y" * n + b"\n2,b\n", {"column_separator": ","}
+    n = draw(st.integers(100, 3000))
+    names = ",".join(f"c{i}" for i in range(n))
+    return b"1,a\n", {"column_separator": ",", "columns": names}
+
+
+hostile_inputs = st.one_of(deep_json(), compression_bombs(), oversized_rows())
 
 KNOWN_HEADERS: dict[str, st.SearchStrategy[str]] = {
     "format": st.sampled_from(
@@ -194,6 +262,20 @@ FUZZ_SETTINGS = settings(
 @FUZZ_SETTINGS
 @given(body=bodies, headers=header_sets(), chunked=st.booleans())
 def test_random_bodies_and_headers_never_break_the_be(galene, fuzz_target, body, headers, chunked):
+    _fuzz_one(galene, fuzz_target, body, headers, chunked)
+
+
+@settings(FUZZ_SETTINGS, max_examples=int(os.environ.get("GALENE_FUZZ_HOSTILE_EXAMPLES", "30")))
+@given(hostile=hostile_inputs, headers=header_sets(), chunked=st.booleans())
+def test_nested_and_oversized_inputs_never_break_the_be(galene, fuzz_target, hostile, headers, chunked):
+    body, shape = hostile
+    # The shape's own headers win over random ones that would make it another load entirely.
+    merged = {k: v for k, v in headers.items() if k.lower() not in shape}
+    merged.update(shape)
+    _fuzz_one(galene, fuzz_target, body, merged, chunked)
+
+
+def _fuzz_one(galene, fuzz_target, body: bytes, headers: dict[str, str], chunked: bool) -> None:
     db = fuzz_target["db"]
     h = {**auth_header(), **headers}
     if not any(k.lower() == "timeout" for k in headers):
@@ -201,7 +283,7 @@ def test_random_bodies_and_headers_never_break_the_be(galene, fuzz_target, body,
     if not any(k.lower() == "label" for k in headers):
         h["label"] = "fz_" + uuid.uuid4().hex
     client_deadline = _load_timeout_s(headers) + REPLY_MARGIN_S
-    content = _in_pieces(body) if chunked else body  # a generator is sent chunked
+    content = _in_pieces(body, 1 << 16 if len(body) > 1 << 20 else 1000) if chunked else body
     url = f"http://127.0.0.1:{galene.be_http_port}/api/{db}/t/_stream_load"
 
     with httpx.Client(timeout=httpx.Timeout(client_deadline)) as client:
