@@ -505,7 +505,7 @@ class GaleneSession(BaseSession):
         except RecursionError:
             # Nesting the bracket scan does not see (NOT NOT ..., - - ...) ran out of frames.
             logger.info("connection %s: statement nested too deeply for the parser", info.connection_id)
-            raise nesting_error(max_depth) from None
+            raise nesting_error(max_depth, brackets=False) from None
         if isinstance(local, UseDatabase):
             await self.use_database(local.database)
             return StatementResult()

@@ -61,12 +61,14 @@ def check_sql_nesting_depth(sql: str, max_depth: int) -> None:
         raise nesting_error(max_depth)
 
 
-def nesting_error(max_depth: int) -> GaleneError:
-    """The error for a statement nested deeper than the parser may go (1105, Doris style)."""
-    return GaleneError(
-        f"The statement is nested too deeply: more than {max_depth} levels "
-        f"(max_sql_nesting_depth = {max_depth})"
-    )
+def nesting_error(max_depth: int, *, brackets: bool = True) -> GaleneError:
+    """The error for a statement nested deeper than the parser may go (1105, Doris style).
+
+    `brackets=False`: the nesting was not in brackets (NOT NOT ..., a long chain of operators)
+    and the parser itself ran out of depth.
+    """
+    where = f"more than {max_depth} levels of brackets" if brackets else "too deep for the parser"
+    return GaleneError(f"The statement is nested too deeply: {where} (max_sql_nesting_depth = {max_depth})")
 
 
 # Python frames sqlglot spends per nesting level, measured on sqlglot 30 over bracketed
