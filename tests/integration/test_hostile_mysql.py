@@ -511,7 +511,7 @@ def test_nesting_up_to_the_limit_still_runs(fe):
 
 
 def test_long_flat_statement_runs_or_fails_cleanly(fe):
-    in_list = ",".join(str(i) for i in range(150_000))  # ~1 MB-... just under the 1 MB limit
+    in_list = ",".join(str(i) for i in range(150_000))  # ~0.9 MB, just under the 1 MB limit
     sql = f"SELECT 7 IN ({in_list}) AS v"
     assert len(sql) < LIMIT
     with clean_log(fe):
