@@ -117,7 +117,32 @@ def parse_body(
             check_line_length(body, b"\n", limits.max_line_bytes)
         check_json_depth(body, limits.json_max_depth)
         source = _read_json(body, plan, opts)
+    return _to_storage_rows(source, plan, table, opts, max_error_rows)
 
+
+def convert_arrow(data: pa.Table, table: Table, opts: LoadOptions, max_error_rows: int = 50) -> ParsedBatch:
+    """Typed rows (a query's result, columns by position as `opts.columns` names them, or the
+    table's visible columns) into `table`'s storage schema under the same Doris rules as a
+    stream load: values converted to the column types (strict mode, NOT NULL, too-long
+    strings, out-of-range numbers), missing columns filled with their defaults, rejected rows
+    counted with reasons. The engine's write tasks call this on every batch, so an INSERT
+    converts values exactly as a load does."""
+    check_merge_options(table, opts)
+    plan = _SourcePlan.build(table, opts)
+    if data.num_columns != len(plan.names):
+        raise LoadError(
+            f"[INTERNAL_ERROR]{data.num_columns} source columns for {len(plan.names)} target columns"
+        )
+    columns = {idx: _combined(data.column(idx)) for idx in range(data.num_columns)}
+    source = _Source(data.num_rows, False, columns, [], 0, _typed_renderer(plan.names, columns))
+    return _to_storage_rows(source, plan, table, opts, max_error_rows)
+
+
+def _to_storage_rows(
+    source: _Source, plan: _SourcePlan, table: Table, opts: LoadOptions, max_error_rows: int
+) -> ParsedBatch:
+    """A read source as storage-schema rows: converted, filled, filtered, with reasons."""
+    schema = storage_schema(table)
     num_unselected = 0
     if source.typed:
         converted, keep, errors = source.columns, None, []
@@ -614,16 +639,20 @@ def _read_parquet(body: bytes, plan: _SourcePlan, limits: BodyLimits) -> _Source
         i = by_name.get(name.lower())
         columns[idx] = _combined(tbl.column(i)) if i is not None else pa.nulls(n, pa.string())
 
+    return _Source(n, False, columns, [], 0, _typed_renderer(plan.names, columns))
+
+
+def _typed_renderer(names: list[str], columns: dict[int, pa.Array]):
+    """Raw texts of typed source rows for the error list: a JSON object per row."""
+
     def render(indices: list[int]) -> list[str]:
-        picked = [columns[i].take(pa.array(indices, pa.int64())).to_pylist() for i in range(len(plan.names))]
+        picked = [columns[i].take(pa.array(indices, pa.int64())).to_pylist() for i in range(len(names))]
         return [
-            msgspec.json.encode(
-                {plan.names[i]: _json_safe(picked[i][r]) for i in range(len(plan.names))}
-            ).decode()
+            msgspec.json.encode({names[i]: _json_safe(picked[i][r]) for i in range(len(names))}).decode()
             for r in range(len(indices))
         ]
 
-    return _Source(n, False, columns, [], 0, render)
+    return render
 
 
 def _json_safe(value):

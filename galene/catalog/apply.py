@@ -107,10 +107,49 @@ def _(op: ops.CommitTxn, state: CatalogState) -> None:
     table.visible_version = op.version
     table.update_time = op.time
     touched = {r.partition_id for r in op.rowsets}
+    if op.replace_partitions:
+        replaced = set(op.replace_partitions)
+        touched |= replaced
+        kept = []
+        for r in table.rowsets:
+            if r.partition_id in replaced and r.version < op.version:
+                _retire(state, r.files, op.time)
+            else:
+                kept.append(r)
+        table.rowsets = kept
     for p in table.partitions:
         if p.id in touched:
             p.visible_version = op.version
     table.rowsets.extend(op.rowsets)
+
+
+def _retire(state: CatalogState, files: list[str], when: float) -> None:
+    for f in files:
+        state.retired_files[f] = when
+
+
+@_apply.register
+def _(op: ops.CompactRowsets, state: CatalogState) -> None:
+    table = state.tables.get(op.table_id)
+    if table is None:
+        return
+    removed = set(op.removed)
+    if not removed:
+        return
+    kept = [r for r in table.rowsets if r.id not in removed]
+    if len(kept) + len(removed) != len(table.rowsets):  # validated before logging; never half-apply
+        return
+    for r in table.rowsets:
+        if r.id in removed:
+            _retire(state, r.files, op.time)
+    kept.extend(op.added)
+    kept.sort(key=lambda r: r.version)
+    table.rowsets = kept
+
+
+@_apply.register
+def _(op: ops.PurgeRetiredFiles, state: CatalogState) -> None:
+    state.retired_files = {f: t for f, t in state.retired_files.items() if t >= op.before}
 
 
 def _bind_sub_labels(state: CatalogState, txn, final: list[str]) -> None:

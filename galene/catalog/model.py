@@ -179,3 +179,7 @@ class CatalogState(msgspec.Struct, kw_only=True):
     users: dict[str, str] = msgspec.field(
         default_factory=lambda: {"root": "", "admin": ""}
     )  # name -> sha1 hex
+    # Files of rowsets that an overwrite, a truncate or a compaction replaced: path -> the
+    # time they were replaced. GC keeps them for gc_grace_seconds after that (a query that
+    # started before the replacement may still read them), then deletes them.
+    retired_files: dict[str, float] = msgspec.field(default_factory=dict)

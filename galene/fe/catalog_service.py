@@ -203,19 +203,46 @@ class CatalogService:
         return txn
 
     def commit_txn(
-        self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0
+        self,
+        txn_id: int,
+        rowsets: list[Rowset],
+        *,
+        num_rows: int = 0,
+        load_bytes: int = 0,
+        replace_partitions: list[int] | None = None,
     ) -> Txn:
+        """Commit and publish. `replace_partitions` (INSERT OVERWRITE, TRUNCATE, a rewriting
+        DELETE): every rowset those partitions had is replaced by `rowsets` in the same op."""
         with self.lock:
             txn = self._live_txn(txn_id, ("PREPARE", "PRECOMMITTED"))
             table = self.state.tables.get(txn.table_id)
             if table is None:
                 raise GaleneError(f"table of transaction [{txn_id}] was dropped")
             rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
-            self._log_commit(txn, table, rowsets, num_rows=num_rows, load_bytes=load_bytes)
+            known = {p.id for p in table.partitions}
+            for r in rowsets:
+                if r.partition_id not in known:
+                    raise GaleneError(f"partition [{r.partition_id}] of table {table.name} no longer exists")
+            self._log_commit(
+                txn,
+                table,
+                rowsets,
+                num_rows=num_rows,
+                load_bytes=load_bytes,
+                replace_partitions=replace_partitions or [],
+            )
             return txn
 
     def _log_commit(
-        self, txn: Txn, table: Table, rowsets: list[Rowset], *, num_rows: int, load_bytes: int, sub_labels=()
+        self,
+        txn: Txn,
+        table: Table,
+        rowsets: list[Rowset],
+        *,
+        num_rows: int,
+        load_bytes: int,
+        sub_labels=(),
+        replace_partitions: list[int] | None = None,
     ) -> None:
         """Log the commit op: the rowsets become visible at the table's next version atomically."""
         version = table.visible_version + 1
@@ -231,6 +258,7 @@ class CatalogService:
                 num_rows=num_rows,
                 load_bytes=load_bytes,
                 sub_labels=list(sub_labels),
+                replace_partitions=list(replace_partitions or []),
             )
         )
 
@@ -464,8 +492,10 @@ class CatalogService:
             self.store.log(ops.ModifyBackend(backend_id=be.id, tags=dict(tags)))
 
     # --- storage --------------------------------------------------------------------
-    def referenced_files(self) -> set[str]:
-        """Relative paths of every file a committed or precommitted rowset owns."""
+    def referenced_files(self, retired_grace_seconds: float = 0.0, now: float | None = None) -> set[str]:
+        """Relative paths of every file a committed or precommitted rowset owns, and of files
+        retired (replaced by an overwrite or a compaction) less than the grace period ago."""
+        now = time.time() if now is None else now
         with self.lock:
             files: set[str] = set()
             for table in self.state.tables.values():
@@ -474,4 +504,27 @@ class CatalogService:
             for txn in self.state.txns.values():
                 for r in txn.rowsets:
                     files.update(r.files)
+            cutoff = now - retired_grace_seconds
+            files.update(f for f, t in self.state.retired_files.items() if t >= cutoff)
             return files
+
+    def purge_retired_files(self, before: float) -> int:
+        """Forget retired files replaced before `before`; returns how many."""
+        with self.lock:
+            n = sum(1 for t in self.state.retired_files.values() if t < before)
+            if n:
+                self.store.log(ops.PurgeRetiredFiles(before=before))
+            return n
+
+    def compact_rowsets(self, table_id: int, removed: list[str], added: list[Rowset]) -> bool:
+        """Replace `removed` rowsets of a table by `added` (compaction). False, and nothing
+        logged, when any of them is gone meanwhile (an overwrite, a drop, another compaction)."""
+        with self.lock:
+            table = self.state.tables.get(table_id)
+            if table is None:
+                return False
+            present = {r.id for r in table.rowsets}
+            if not set(removed) <= present:
+                return False
+            self.store.log(ops.CompactRowsets(table_id=table_id, removed=list(removed), added=list(added), time=time.time()))
+            return True

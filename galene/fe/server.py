@@ -51,6 +51,8 @@ class FeServer:
         self.engine_ready = threading.Event()
         self.engine_error: BaseException | None = None
         self._start_engine = start_engine
+        # Rowset ids of statements whose engine job is writing files now (GC leaves them alone).
+        self.running_rowset_ids: set[str] = set()
         self.rpc: RpcClient | None = None
         self.backends = BackendMonitor(
             self,
@@ -177,8 +179,15 @@ class FeServer:
 
     async def run_gc(self, grace_seconds: float | None = None) -> list[str]:
         grace = self.cfg.gc_grace_seconds if grace_seconds is None else grace_seconds
-        referenced = self.catalog.referenced_files()
-        return await asyncio.to_thread(collect_garbage, self.fs, self.root, referenced, grace)
+        now = time.time()
+        # Retired files stay referenced for the configured grace after their replacement
+        # (a running query may read them), whatever grace this run was asked for.
+        referenced = self.catalog.referenced_files(self.cfg.gc_grace_seconds, now)
+        deleted = await asyncio.to_thread(
+            collect_garbage, self.fs, self.root, referenced, grace, None, set(self.running_rowset_ids)
+        )
+        await asyncio.to_thread(self.catalog.purge_retired_files, now - self.cfg.gc_grace_seconds)
+        return deleted
 
     async def show_proc(self, path: str) -> StatementResult:
         from galene.common.types import ColumnType

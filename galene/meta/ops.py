@@ -72,6 +72,25 @@ class CommitTxn(_Op):
     # Group commit: the client labels this merged txn loads. They map to this txn from now
     # on; labels it had reserved but does not load are released.
     sub_labels: list[str] = msgspec.field(default_factory=list)
+    # INSERT OVERWRITE / TRUNCATE / copy-on-write DELETE: every rowset these partitions had
+    # before this commit is replaced by `rowsets` (atomically, at `version`).
+    replace_partitions: list[int] = msgspec.field(default_factory=list)
+
+
+class CompactRowsets(_Op):
+    """Compaction: `removed` rowsets of one tablet are replaced by `added` (the same rows with
+    keys resolved) without a new table version; queries see the same result either way."""
+
+    table_id: int
+    removed: list[str]  # rowset ids
+    added: list[Rowset]
+    time: float
+
+
+class PurgeRetiredFiles(_Op):
+    """Forget retired files replaced before `before` (GC has deleted or may now delete them)."""
+
+    before: float
 
 
 class ReserveLabel(_Op):
@@ -134,6 +153,8 @@ Op = (
     | ModifyBackend
     | SetClusterId
     | SetUserPassword
+    | CompactRowsets
+    | PurgeRetiredFiles
 )
 
 _encoder = msgspec.msgpack.Encoder()

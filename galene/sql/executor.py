@@ -23,6 +23,7 @@ from galene.common.errors import AnalysisError, GaleneError, no_database_selecte
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
+from galene.fe.pipelines import Pipelines
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.like import like_match
@@ -49,6 +50,7 @@ class SqlExecutor:
     def __init__(self, fe):
         self.fe = fe
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="galene-query")
+        self.pipelines = Pipelines(self)
 
     # --- the Executor protocol of the MySQL endpoint ---------------------------------
     def database_exists(self, name: str) -> bool:
@@ -102,6 +104,10 @@ class SqlExecutor:
 
     # --- tables ---------------------------------------------------------------------
     async def _do_CreateTable(self, s, ctx):
+        if s.query is not None:
+            return await self.pipelines.create_table_as_select(s, ctx)
+        if s.like is not None:
+            return await self.pipelines.create_table_like(s, ctx)
         db_name = self._db_name(s.db, ctx)
 
         def build(db_id, alloc, now):
@@ -255,29 +261,33 @@ class SqlExecutor:
 
         return await self._blocking(run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri)
 
+    # --- pipelines: engine jobs that write tablets -------------------------------------
+    async def _do_Update(self, s, ctx):
+        return await self.pipelines.update(s, ctx)
+
+    async def _do_Delete(self, s, ctx):
+        return await self.pipelines.delete(s, ctx)
+
+    async def _do_Truncate(self, s, ctx):
+        return await self.pipelines.truncate(s, ctx)
+
     # --- INSERT ---------------------------------------------------------------------
     async def _do_Insert(self, s, ctx):
-        """INSERT INTO … VALUES / SELECT: the rows go to a BE as one stream load (see fe/insert.py)."""
-        if s.overwrite:
-            raise GaleneError("INSERT OVERWRITE is not supported yet")
+        """INSERT … SELECT and INSERT OVERWRITE are engine jobs (fe/pipelines.py); INSERT …
+        VALUES goes to a BE as one stream load (fe/insert.py), group commit included."""
+        if s.overwrite or s.query is not None:
+            return await self.pipelines.insert(s, ctx)
         db_name, table = self._table(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         variables = ctx.variables
         group_commit = str(variables.get("group_commit") or "off_mode").lower()
         if group_commit not in ins.GROUP_COMMIT_MODES:
             raise GaleneError("group_commit can only be [async_mode, sync_mode, off_mode]")
-        if s.values is not None:
-            ins.check_value_count(s.values, len(names))
-            rows = ins.literal_values_table(s.values, names)
-            if rows is None:  # expressions among the values: Spark evaluates them
-                out = await self._run_query(ins.values_select(s.values), ctx)
-                rows = out.table.rename_columns(names)
-        else:
-            # Doris does not group-commit INSERT … SELECT.
-            group_commit = "off_mode"
-            out = await self._run_query(s.query, ctx)
-            if len(out.columns) != len(names):
-                raise AnalysisError("insert into cols should be corresponding to the query output")
+        assert s.values is not None
+        ins.check_value_count(s.values, len(names))
+        rows = ins.literal_values_table(s.values, names)
+        if rows is None:  # expressions among the values: Spark evaluates them
+            out = await self._run_query(ins.values_select(s.values), ctx)
             rows = out.table.rename_columns(names)
         if rows.num_rows == 0:
             return StatementResult(affected_rows=0)

@@ -186,6 +186,38 @@ class Insert(Statement):
 
 
 @dataclass
+class Update(Statement):
+    """UPDATE t [alias] SET col = expr, … [FROM …] [WHERE …] (UNIQUE KEY tables)."""
+
+    db: str | None
+    table: str
+    alias: str | None
+    assignments: list[tuple[str, exp.Expr]]
+    sources: list[exp.Expr] = field(default_factory=list)  # FROM tables/joins, as written
+    joins: list[exp.Expr] = field(default_factory=list)
+    where: exp.Expr | None = None
+
+
+@dataclass
+class Delete(Statement):
+    """DELETE FROM t [alias] [PARTITION p | PARTITIONS (p, …)] [USING …] WHERE …"""
+
+    db: str | None
+    table: str
+    alias: str | None
+    where: exp.Expr | None
+    partitions: list[str] | None = None
+    using: list[exp.Expr] = field(default_factory=list)
+
+
+@dataclass
+class Truncate(Statement):
+    db: str | None
+    table: str
+    partitions: list[str] | None = None
+
+
+@dataclass
 class Set(Statement):
     expr: exp.Set
 
@@ -447,6 +479,62 @@ def _classify_insert(node: exp.Insert, sql: str) -> Statement:
     )
 
 
+def _classify_update(node: exp.Update, sql: str) -> Statement:
+    target = node.this
+    if not isinstance(target, exp.Table):
+        return Other(sql=sql)
+    db, table = _table_parts(target)
+    assignments: list[tuple[str, exp.Expr]] = []
+    for eq in node.expressions:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+            return Other(sql=sql)
+        assignments.append((eq.this.name, eq.expression))
+    source = node.args.get("from_")
+    sources = [source.this] if source is not None else []
+    joins = list(node.args.get("joins") or [])
+    where = node.args.get("where")
+    return Update(
+        db=db,
+        table=table,
+        alias=target.alias or None,
+        assignments=assignments,
+        sources=sources,
+        joins=joins,
+        where=where.this if where is not None else None,
+        sql=sql,
+    )
+
+
+def _classify_delete(node: exp.Delete, sql: str) -> Statement:
+    target = node.this
+    if not isinstance(target, exp.Table):
+        return Other(sql=sql)
+    db, table = _table_parts(target)
+    partition = target.args.get("partition")
+    partitions = [p.name for p in partition.expressions] if partition is not None else None
+    where = node.args.get("where")
+    using = node.args.get("using") or []
+    return Delete(
+        db=db,
+        table=table,
+        alias=target.alias or None,
+        where=where.this if where is not None else None,
+        partitions=partitions,
+        using=list(using) if isinstance(using, list) else [],
+        sql=sql,
+    )
+
+
+def _classify_truncate(node: exp.TruncateTable, sql: str) -> Statement:
+    targets = node.expressions or []
+    if len(targets) != 1 or not isinstance(targets[0], exp.Table) or node.args.get("is_database"):
+        return Other(sql=sql)
+    db, table = _table_parts(targets[0])
+    partition = targets[0].args.get("partition")
+    partitions = [p.name for p in partition.expressions] if partition is not None else None
+    return Truncate(db=db, table=table, partitions=partitions, sql=sql)
+
+
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
     if isinstance(node, exp.Query):
@@ -470,6 +558,12 @@ def classify(node: exp.Expr, sql: str) -> Statement:
         return _classify_insert(node, sql)
     if isinstance(node, exp.Set):
         return Set(expr=node, sql=sql)
+    if isinstance(node, exp.Update):
+        return _classify_update(node, sql)
+    if isinstance(node, exp.Delete):
+        return _classify_delete(node, sql)
+    if isinstance(node, exp.TruncateTable):
+        return _classify_truncate(node, sql)
     if isinstance(node, AlterSystem):
         return _classify_alter_system(node, sql)
     if isinstance(node, exp.Alter):

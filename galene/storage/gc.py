@@ -22,11 +22,13 @@ def collect_garbage(
     referenced: set[str],
     grace_seconds: float,
     now: float | None = None,
+    running_rowset_ids: set[str] | None = None,
 ) -> list[str]:
     """Delete unreferenced data files under `<root>/data` older than the grace period.
 
     `referenced` holds root-relative paths (as in Rowset.files). Only `*.parquet` and `*.tmp`
-    files are candidates. Directories left empty (and themselves older than the grace period,
+    files are candidates. Files of `running_rowset_ids` (statements whose engine job is still
+    writing, however long it runs) are never candidates. Directories left empty (and themselves older than the grace period,
     so a writer that just created one is not raced) are removed too on local filesystems
     (object stores have no real directories). Returns the deleted files' relative paths.
     """
@@ -48,7 +50,8 @@ def collect_garbage(
         rel = layout.relative(root, info.path)
         is_data = rel.endswith((layout.DATA_SUFFIX, layout.TMP_SUFFIX))
         old = info.mtime_ns is not None and info.mtime_ns < cutoff_ns
-        if is_data and rel not in referenced and old:
+        running = running_rowset_ids and rel.rsplit("/", 1)[-1].split("_", 1)[0] in running_rowset_ids
+        if is_data and rel not in referenced and old and not running:
             try:
                 fs.delete_file(info.path)
             except FileNotFoundError:

@@ -103,6 +103,32 @@ def write_rowset(
     )
 
 
+def write_segment(
+    fs: pafs.FileSystem,
+    root: str,
+    table: Table,
+    partition_id: int,
+    tablet_id: int,
+    rowset_id: str,
+    n: int,
+    data: pa.Table,
+    *,
+    sync: bool = True,
+) -> tuple[str, int]:
+    """Write `data` (storage schema) as file `n` of a rowset of one tablet, as one file (the
+    caller keeps it under MAX_FILE_BYTES); returns its root-relative path and size. Used by the
+    engine's write tasks, which name files themselves and report them to the driver."""
+    data = _to_storage(data, storage_schema(table))
+    directory = layout.tablet_dir(root, table.db_id, table.id, partition_id, tablet_id)
+    fs.create_dir(directory, recursive=True)
+    final = layout.rowset_file(root, table.db_id, table.id, partition_id, tablet_id, rowset_id, n)
+    local = isinstance(fs, pafs.LocalFileSystem)
+    size = _write_file(fs, directory, final, data, _row_group_rows(data), sync=local and sync)
+    if local and sync:
+        fsync_path(directory)
+    return layout.relative(root, final), size
+
+
 def _write_file(
     fs: pafs.FileSystem, directory: str, final: str, data: pa.Table, row_group: int, *, sync: bool
 ) -> int:
@@ -115,7 +141,7 @@ def _write_file(
         size = fs.get_file_info(tmp).size
         fs.move(tmp, final)
     except BaseException:
-        _delete_quietly(fs, tmp)
+        delete_quietly(fs, tmp)
         raise
     return size
 
@@ -240,7 +266,7 @@ class RowsetBuilder:
                     rowset.num_rows += piece.num_rows
                     rowset.data_size += size
                     continue
-            _delete_quietly(self.fs, final)  # the load was discarded while this file was written
+            delete_quietly(self.fs, final)  # the load was discarded while this file was written
             return
 
     def finish(self) -> list[Rowset]:
@@ -263,7 +289,7 @@ class RowsetBuilder:
             paths = [p for files in self._files.values() for p in files.values()]
             self._files = {tid: {} for tid in self._files}
         for rel in paths:
-            _delete_quietly(self.fs, layout.absolute(self.root, rel))
+            delete_quietly(self.fs, layout.absolute(self.root, rel))
 
 
 def _to_storage(data: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -286,10 +312,10 @@ def delete_rowset_files(fs: pafs.FileSystem, root: str, rowsets) -> None:
     """Delete the files of `rowsets`; files already gone are fine."""
     for rowset in rowsets:
         for rel in rowset.files:
-            _delete_quietly(fs, layout.absolute(root, rel))
+            delete_quietly(fs, layout.absolute(root, rel))
 
 
-def _delete_quietly(fs: pafs.FileSystem, path: str) -> None:
+def delete_quietly(fs: pafs.FileSystem, path: str) -> None:
     try:
         fs.delete_file(path)
     except FileNotFoundError:

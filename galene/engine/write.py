@@ -1,0 +1,464 @@
+"""Pipelines write tablets from the engine's own tasks.
+
+Every statement that moves data between tables (INSERT … SELECT, INSERT OVERWRITE, CTAS,
+UPDATE, DELETE, compaction) ends here: the engine computes the rows as a DataFrame, and
+`write_frame` runs one engine job whose tasks (`mapInArrow`, the same on Apache Spark and on
+Sail) do with each Arrow batch what a BE does with a stream-load body — convert the values to
+the target columns under Doris' rules (`galene.be.parse.convert_arrow`), route rows to
+partitions and buckets (`galene.be.routing`, the placement rule a BE uses, so a key lands in
+the same tablet whichever path wrote it) and write Parquet segment files into the storage
+root (`galene.storage.rowset`). Only a few small records per task come back to the driver:
+the files written and the task's row counts and first errors. The FE commits the file list
+as one transaction; no data row passes through it.
+
+UNIQUE KEY tables need one row per key within a version, so their rows are first converted
+and given their tablet in one stage, then shuffled by tablet so that every tablet's rows meet
+in one task, which keeps the last row per key (highest sequence value first, where the table
+has one) before writing. DUPLICATE and AGGREGATE tables (merged at read time) are written
+straight from the first stage, with no shuffle.
+
+Files are named `<rowset id>_<random n>.parquet`, with one rowset id per tablet chosen by the
+driver for this statement. A task attempt that fails, or a job that fails or is cancelled,
+may leave files behind: `discard_statement_files` deletes every file with the statement's
+rowset ids that the committed list does not name (and GC would collect them later anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import msgspec
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from galene.catalog.model import Rowset, Table
+from galene.storage import layout
+
+log = logging.getLogger(__name__)
+
+# Hidden columns of the shuffled stage of a UNIQUE table's write.
+TABLET_COL = "__galene_tablet"
+ERROR_COL = "__galene_error"
+# A task writes a tablet's buffered rows as one file once they pass this many Arrow bytes
+# (well under storage.rowset.MAX_FILE_BYTES, so a file never needs splitting).
+TASK_FILE_BYTES = 128 << 20
+# Rows of a rejected-row sample a task sends back, at most.
+TASK_MAX_ERRORS = 50
+
+# What every task returns: one row per file written, and one row (file = NULL) of counts.
+RESULT_SCHEMA = pa.schema(
+    [
+        ("tablet_id", pa.int64()),
+        ("partition_id", pa.int64()),
+        ("file", pa.string()),
+        ("num_rows", pa.int64()),
+        ("data_size", pa.int64()),
+        ("total", pa.int64()),
+        ("filtered", pa.int64()),
+        ("unselected", pa.int64()),
+        ("errors", pa.string()),  # JSON list of [raw row, reason]
+    ]
+)
+RESULT_DDL = (
+    "tablet_id BIGINT, partition_id BIGINT, file STRING, num_rows BIGINT, data_size BIGINT, "
+    "total BIGINT, filtered BIGINT, unselected BIGINT, errors STRING"
+)
+
+
+class WritePlan(msgspec.Struct, kw_only=True):
+    """What the tasks need, shipped to them with the function (the table without its rowsets)."""
+
+    table: Table
+    storage_uri: str
+    columns: list[str]  # target column of each frame column, in frame order
+    strict: bool = False
+    partitions: list[str] | None = None  # `PARTITION (p…)`: rows of other partitions are filtered
+    rowset_ids: dict[int, str] = msgspec.field(default_factory=dict)  # tablet id -> rowset id
+    # A DELETE on a UNIQUE table writes its rows with the delete sign set.
+    delete_sign: bool = False
+
+
+@dataclass
+class WriteResult:
+    """The uncommitted outcome of one write job."""
+
+    rowsets: list[Rowset]
+    num_total: int = 0
+    num_filtered: int = 0
+    num_unselected: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (raw row, reason)
+
+    @property
+    def num_loaded(self) -> int:
+        return sum(r.num_rows for r in self.rowsets)
+
+
+def new_rowset_ids(table: Table) -> dict[int, str]:
+    """One fresh rowset id per tablet of `table` for one statement."""
+    return {tid: uuid.uuid4().hex for p in table.partitions for tid in p.tablet_ids}
+
+
+def shippable(table: Table) -> Table:
+    """The table as tasks need it: without its rowsets (a big table has many)."""
+    return msgspec.structs.replace(table, rowsets=[])
+
+
+# ---------------------------------------------------------------------------------------
+# Inside the tasks
+# ---------------------------------------------------------------------------------------
+
+
+class _TabletFiles:
+    """A task's files: rows buffered per tablet, written as a file once big enough."""
+
+    def __init__(self, plan: WritePlan):
+        from galene.storage.fs import filesystem_for
+        from galene.storage.rowset import storage_schema
+
+        self.plan = plan
+        self.fs, self.root = filesystem_for(plan.storage_uri)
+        self.schema = storage_schema(plan.table)
+        self.buffers: dict[int, tuple[int, list[pa.Table], int]] = {}
+        self.written: list[tuple[int, int, str, int, int]] = []  # tablet, partition, file, rows, size
+
+    def add(self, per_tablet: dict[int, tuple[int, pa.Table]]) -> None:
+        for tid, (pid, rows) in per_tablet.items():
+            if not rows.num_rows:
+                continue
+            _, parts, size = self.buffers.get(tid, (pid, [], 0))
+            parts.append(rows)
+            size += rows.nbytes
+            self.buffers[tid] = (pid, parts, size)
+            if size >= TASK_FILE_BYTES:
+                self._flush(tid)
+
+    def _flush(self, tid: int) -> None:
+        from galene.storage.rowset import write_segment
+
+        pid, parts, _ = self.buffers.pop(tid)
+        data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        path, size = write_segment(
+            self.fs, self.root, self.plan.table, pid, tid, self.plan.rowset_ids[tid], _file_number(), data
+        )
+        self.written.append((tid, pid, path, data.num_rows, size))
+
+    def finish(self) -> None:
+        for tid in list(self.buffers):
+            self._flush(tid)
+
+    def discard(self) -> None:
+        from galene.storage.rowset import delete_quietly
+
+        for _, _, f, _, _ in self.written:
+            delete_quietly(self.fs, layout.absolute(self.root, f))
+        self.written = []
+
+
+def _file_number() -> int:
+    # Unique across the tasks and attempts of a statement without any coordination.
+    return random.getrandbits(62)
+
+
+def _result_batch(files: _TabletFiles | None, counts: tuple[int, int, int], errors: list) -> pa.RecordBatch:
+    rows = [] if files is None else files.written
+    n = len(rows) + 1
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r[0] for r in rows] + [None], pa.int64()),
+            pa.array([r[1] for r in rows] + [None], pa.int64()),
+            pa.array([r[2] for r in rows] + [None], pa.string()),
+            pa.array([r[3] for r in rows] + [None], pa.int64()),
+            pa.array([r[4] for r in rows] + [None], pa.int64()),
+            pa.array([None] * (n - 1) + [counts[0]], pa.int64()),
+            pa.array([None] * (n - 1) + [counts[1]], pa.int64()),
+            pa.array([None] * (n - 1) + [counts[2]], pa.int64()),
+            pa.array([None] * (n - 1) + [msgspec.json.encode(errors[:TASK_MAX_ERRORS]).decode()], pa.string()),
+        ],
+        schema=RESULT_SCHEMA,
+    )
+
+
+def _load_options(plan: WritePlan):
+    from galene.be.load_options import LoadOptions
+
+    # Doris' INSERT: strict mode fails the statement on any bad value; otherwise a value that
+    # does not convert becomes NULL (and NULL into NOT NULL filters the row).
+    opts = LoadOptions(columns=list(plan.columns), strict_mode=plan.strict)
+    if plan.delete_sign:
+        opts.merge_type = "DELETE"
+    return opts
+
+
+def _convert_and_route(batch: pa.RecordBatch, plan: WritePlan, opts, counts: list[int], errors: list):
+    from galene.be.parse import convert_arrow
+    from galene.be.routing import route_rows
+
+    parsed = convert_arrow(pa.Table.from_batches([batch]), plan.table, opts, TASK_MAX_ERRORS)
+    routed = route_rows(parsed, plan.table, TASK_MAX_ERRORS, partitions=plan.partitions)
+    counts[0] += parsed.num_total
+    counts[1] += parsed.num_filtered + routed.num_filtered
+    counts[2] += parsed.num_unselected
+    room = TASK_MAX_ERRORS - len(errors)
+    if room > 0:
+        errors.extend([e.raw, e.reason] for e in (list(parsed.errors) + list(routed.errors))[:room])
+    return parsed, routed
+
+
+def direct_writer(plan_bytes: bytes):
+    """The task function of a one-stage write (DUPLICATE / AGGREGATE tables)."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
+        opts = _load_options(plan)
+        files = _TabletFiles(plan)
+        counts, errors = [0, 0, 0], []
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    _, routed = _convert_and_route(batch, plan, opts, counts, errors)
+                    files.add(routed.per_tablet)
+            files.finish()
+        except BaseException:
+            files.discard()
+            raise
+        yield _result_batch(files, tuple(counts), errors)
+
+    return write
+
+
+def tablet_tagger(plan_bytes: bytes):
+    """First stage of a UNIQUE table's write: rows converted, each with its tablet id; rejected
+    rows travel as one row each with only the error set (so the second stage counts them)."""
+
+    def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from galene.storage.rowset import storage_schema
+
+        plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
+        opts = _load_options(plan)
+        schema = _tagged_schema(storage_schema(plan.table))
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            counts, errors = [0, 0, 0], []
+            _, routed = _convert_and_route(batch, plan, opts, counts, errors)
+            for tid, (_, rows) in routed.per_tablet.items():
+                if rows.num_rows:
+                    rows = rows.append_column(TABLET_COL, pa.array([tid] * rows.num_rows, pa.int64()))
+                    rows = rows.append_column(ERROR_COL, pa.nulls(rows.num_rows, pa.string()))
+                    yield from rows.cast(schema).to_batches()
+            if counts[0] or counts[1]:
+                # One marker row carries this batch's counts and error sample.
+                marker = {f.name: pa.nulls(1, f.type) for f in schema}
+                marker[TABLET_COL] = pa.array([-1], pa.int64())
+                marker[ERROR_COL] = pa.array([msgspec.json.encode([counts, errors]).decode()], pa.string())
+                yield pa.RecordBatch.from_arrays([marker[f.name] for f in schema], schema=schema)
+
+    return tag
+
+
+def _tagged_schema(storage: pa.Schema) -> pa.Schema:
+    return pa.schema(list(storage) + [pa.field(TABLET_COL, pa.int64()), pa.field(ERROR_COL, pa.string())])
+
+
+def dedup_writer(plan_bytes: bytes):
+    """Second stage of a UNIQUE table's write: every row of a tablet is in this task; keep the
+    last per key and write one file per tablet."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        from galene.be.routing import dedup_last_per_key
+
+        plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
+        table = plan.table
+        seq = table.sequence_column()
+        tablet_partition = {tid: p.id for p in table.partitions for tid in p.tablet_ids}
+        files = _TabletFiles(plan)
+        counts, errors = [0, 0, 0], []
+        per_tablet: dict[int, list[pa.Table]] = {}
+        try:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                tablets = batch.column(TABLET_COL).to_numpy(zero_copy_only=False)
+                markers = np.flatnonzero(tablets == -1)
+                for i in markers.tolist():
+                    (c, errs) = msgspec.json.decode(batch.column(ERROR_COL)[i].as_py())
+                    counts = [a + b for a, b in zip(counts, c, strict=True)]
+                    room = TASK_MAX_ERRORS - len(errors)
+                    errors.extend(errs[: max(0, room)])
+                data = pa.Table.from_batches([batch])
+                if markers.size:
+                    data = data.filter(pa.array(tablets != -1))
+                    tablets = tablets[tablets != -1]
+                for tid in np.unique(tablets).tolist():
+                    rows = data.filter(pa.array(tablets == tid)).drop_columns([TABLET_COL, ERROR_COL])
+                    per_tablet.setdefault(int(tid), []).append(rows)
+            for tid, parts in per_tablet.items():
+                rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+                rows = dedup_last_per_key(rows, table.key_columns, seq.name if seq is not None else None)
+                files.add({tid: (tablet_partition[tid], rows)})
+                files.finish()  # one tablet at a time: memory holds one tablet's rows
+            per_tablet.clear()
+        except BaseException:
+            files.discard()
+            raise
+        yield _result_batch(files, tuple(counts), errors)
+
+    return write
+
+
+# ---------------------------------------------------------------------------------------
+# On the driver
+# ---------------------------------------------------------------------------------------
+
+
+class WriteCancelled(Exception):
+    """The statement was cancelled (KILL) while its job ran."""
+
+
+def write_frame(
+    engine,
+    df,
+    table: Table,
+    storage_uri: str,
+    *,
+    columns: list[str],
+    strict: bool,
+    partitions: list[str] | None = None,
+    delete_sign: bool = False,
+    shuffle_partitions: int = 8,
+    job_tag: str | None = None,
+    rowset_ids: dict[int, str] | None = None,
+) -> WriteResult:
+    """Run the engine job that writes `df` (columns in `columns` order) into `table`'s tablets.
+
+    Returns the uncommitted rowsets (one per touched tablet, with every file the tasks wrote)
+    and the row counts. On any failure the files the job wrote are deleted before the error
+    propagates."""
+    plan = WritePlan(
+        table=shippable(table),
+        storage_uri=storage_uri,
+        columns=list(columns),
+        strict=strict,
+        partitions=partitions,
+        rowset_ids=rowset_ids or new_rowset_ids(table),
+        delete_sign=delete_sign,
+    )
+    plan_bytes = msgspec.msgpack.encode(plan)
+    spark = engine.spark()
+    try:
+        if job_tag:
+            _add_tag(spark, job_tag)
+        if table.keys_type == "UNIQUE_KEYS" and table.key_columns:
+            from galene.storage.rowset import storage_schema
+
+            tagged_ddl = _ddl(_tagged_schema(storage_schema(table)), table)
+            tagged = df.mapInArrow(tablet_tagger(plan_bytes), tagged_ddl)
+            n = max(1, min(sum(len(p.tablet_ids) for p in table.partitions), shuffle_partitions))
+            out = tagged.repartition(n, TABLET_COL).mapInArrow(dedup_writer(plan_bytes), RESULT_DDL)
+        else:
+            out = df.mapInArrow(direct_writer(plan_bytes), RESULT_DDL)
+        records = out.toArrow()
+    except BaseException:
+        discard_statement_files(storage_uri, table, plan.rowset_ids, keep=set())
+        raise
+    finally:
+        if job_tag:
+            _remove_tag(spark, job_tag)
+    result = _collect(records, table, plan.rowset_ids)
+    # Files of failed task attempts (retried by the engine) are named like the committed ones.
+    discard_statement_files(
+        storage_uri, table, plan.rowset_ids, keep={f for r in result.rowsets for f in r.files}
+    )
+    return result
+
+
+def _ddl(schema: pa.Schema, table: Table) -> str:
+    types = {c.name: c.type.to_spark_ddl() for c in table.columns}
+    parts = []
+    for f in schema:
+        t = types.get(f.name) or ("BIGINT" if f.name == TABLET_COL else "STRING")
+        parts.append(f"`{f.name.replace('`', '``')}` {t}")
+    return ", ".join(parts)
+
+
+def _collect(records: pa.Table, table: Table, rowset_ids: dict[int, str]) -> WriteResult:
+    rows = records.to_pylist()
+    by_tablet: dict[int, Rowset] = {}
+    result = WriteResult(rowsets=[])
+    for r in rows:
+        if r["file"] is None:
+            result.num_total += r["total"] or 0
+            result.num_filtered += r["filtered"] or 0
+            result.num_unselected += r["unselected"] or 0
+            if r["errors"] and len(result.errors) < TASK_MAX_ERRORS:
+                result.errors.extend(tuple(e) for e in msgspec.json.decode(r["errors"]))
+            continue
+        tid = r["tablet_id"]
+        rs = by_tablet.get(tid)
+        if rs is None:
+            rs = by_tablet[tid] = Rowset(id=rowset_ids[tid], tablet_id=tid, partition_id=r["partition_id"])
+        rs.files.append(r["file"])
+        rs.num_rows += r["num_rows"]
+        rs.data_size += r["data_size"]
+    for rs in by_tablet.values():
+        rs.files.sort()
+    result.rowsets = [by_tablet[t] for t in sorted(by_tablet)]
+    result.errors = result.errors[:TASK_MAX_ERRORS]
+    return result
+
+
+def discard_statement_files(storage_uri: str, table: Table, rowset_ids: dict[int, str], keep: set[str]) -> int:
+    """Delete the files of a statement's rowset ids under `table`'s directory that are not in
+    `keep` (root-relative paths); returns how many. Listing one table directory is bounded by
+    the table's files, and runs once per statement."""
+    from galene.storage.fs import filesystem_for
+    from galene.storage.rowset import delete_quietly
+
+    fs, root = filesystem_for(storage_uri)
+    ids = set(rowset_ids.values())
+    base = layout.absolute(root, layout.table_rel_dir(table.db_id, table.id))
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    except OSError:
+        log.warning("could not list %s to remove a statement's files", base, exc_info=True)
+        return 0
+    removed = 0
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        name = info.path.rsplit("/", 1)[-1]
+        rid = name.split("_", 1)[0]
+        if rid in ids and layout.relative(root, info.path) not in keep:
+            delete_quietly(fs, info.path)
+            removed += 1
+    return removed
+
+
+# Job tags (cancellation): SparkSession.addTag/interruptTag exist on classic Spark 3.5+ and
+# on Spark Connect; a session without them just cannot be cancelled mid-job.
+
+def _add_tag(spark, tag: str) -> None:
+    try:
+        spark.addTag(tag)
+    except Exception:
+        log.debug("addTag unsupported", exc_info=True)
+
+
+def _remove_tag(spark, tag: str) -> None:
+    try:
+        spark.removeTag(tag)
+    except Exception:
+        log.debug("removeTag unsupported", exc_info=True)
+
+
+def interrupt(spark, tag: str) -> None:
+    try:
+        spark.interruptTag(tag)
+    except Exception:
+        log.warning("could not interrupt job %s", tag, exc_info=True)
