@@ -14,23 +14,31 @@ import os
 import time
 
 from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMessage
-from aiohttp.web_protocol import RequestHandler
-from aiohttp.web_server import Server
+from aiohttp.http_exceptions import HttpProcessingError
 
 from galene import __version__
 from galene.be.error_log import ErrorLogStore
 from galene.be.group_commit import GroupCommitManager
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
+from galene.common.errors import LoadError
 from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
-from galene.net.server import Metrics, make_server_socket, tasks_dump_handler
+from galene.net.server import (
+    GaleneRequestHandler,
+    Metrics,
+    make_app_runner,
+    make_server_socket,
+    read_json_object,
+    tasks_dump_handler,
+)
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)
 
 _NOOP_REPLY = json.dumps({"Status": "Success", "Message": "OK"}, indent=4) + "\n"
+# A heartbeat is a few hundred bytes of JSON; anything near this is not one.
+HEARTBEAT_MAX_BYTES = 64 << 10
 
 
 class BeServer:
@@ -120,7 +128,7 @@ class BeServer:
                 web.get("/api/_tasks", tasks_dump_handler),
             ]
         )
-        self._runner = _BeAppRunner(app, access_log=None, handler_cancellation=True)
+        self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.http_port)
         self.http_port = sock.getsockname()[1]
@@ -161,7 +169,7 @@ class BeServer:
         return web.Response(text=text)
 
     async def handle_heartbeat(self, request: web.Request) -> web.Response:
-        payload = await request.json()
+        payload = await read_json_object(request, HEARTBEAT_MAX_BYTES)
         known = self.identity.get("cluster_id")
         if known and payload.get("cluster_id") and int(known) != int(payload["cluster_id"]):
             return web.json_response(
@@ -211,31 +219,23 @@ class BeServer:
 BOTH_FRAMINGS_MESSAGE = "[INTERNAL_ERROR]please do not set both content_length and transfer-encoding"
 
 
-class _DorisErrorRequestHandler(RequestHandler):
-    """aiohttp's per-connection handler, except that a request with both Content-Length and
-    Transfer-Encoding gets Doris' JSON stream-load failure instead of a plain-text 400 (the
-    connection is still closed: its body framing is ambiguous)."""
+class _DorisErrorRequestHandler(GaleneRequestHandler):
+    """The BE's per-connection handler: broken HTTP is answered in Doris' stream-load JSON.
 
-    def handle_error(self, request, status=500, exc=None, message=None):
-        if (
-            isinstance(exc, BadHttpMessage)
-            and "Transfer-Encoding" in str(exc)
-            and "Content-Length" in str(exc)
-        ):
-            reply = StreamLoadReply(status="Fail", message=BOTH_FRAMINGS_MESSAGE)
-            resp = web.Response(status=200, body=reply.to_json(), content_type="application/json")
-            resp.force_close()
-            return resp
-        return super().handle_error(request, status, exc, message)
+    A request the parser refuses gets `{"Status": "Fail", "Message": ...}` with the 431/400 of
+    `GaleneRequestHandler` (a request with both Content-Length and Transfer-Encoding gets Doris'
+    own text with 200, as Doris answers it from its load handler); a body that breaks or ends
+    early fails the load with a LoadError, which the load answers and cleans up like any other
+    failure (txn aborted, files deleted).
+    """
 
+    def framing_reply(self, status: int, message: str, exc: HttpProcessingError) -> web.Response:
+        if "Transfer-Encoding" in exc.message and "Content-Length" in exc.message:
+            status, message = 200, BOTH_FRAMINGS_MESSAGE
+        else:
+            message = f"[INVALID_ARGUMENT]{message}"
+        reply = StreamLoadReply(status="Fail", message=message)
+        return web.Response(status=status, body=reply.to_json(), content_type="application/json")
 
-class _BeServer(Server):
-    def __call__(self) -> RequestHandler:
-        return _DorisErrorRequestHandler(self, loop=self._loop, **self._kwargs)
-
-
-class _BeAppRunner(web.AppRunner):
-    async def _make_server(self) -> Server:
-        server = await super()._make_server()
-        server.__class__ = _BeServer  # same state, our handler class per connection
-        return server
+    def body_error(self, message: str) -> BaseException:
+        return LoadError(message)

@@ -26,10 +26,15 @@ from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, S
 from galene.fe.insert import is_internal_password
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
-from galene.net.server import tasks_dump_handler
+from galene.net.server import read_json_object, tasks_dump_handler
 from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
+
+# Bound on the JSON body of an internal call (BE -> FE, supervisor -> FE): Doris' FE caps its
+# BE RPCs the same way (`thrift_max_message_size`, 100 MB). A commit lists every file of the
+# load (one per tablet and 32 MB block), so a 10 GB load into many tablets is megabytes.
+INTERNAL_BODY_MAX_BYTES = 100 << 20
 
 
 def _table_doc(table) -> dict:
@@ -184,7 +189,7 @@ class FeHttpApi:
         """Internal: a BE relays a `_stream_load_2pc` request it received."""
         if not self._check_token(request):
             return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
-        p = await request.json()
+        p = await read_json_object(request, INTERNAL_BODY_MAX_BYTES)
         if not self.check_user(str(p.get("user", "")), str(p.get("password", ""))):
             return web.json_response(
                 two_phase.fe_error("Access denied for user. Please check your username and password.").reply()
@@ -261,8 +266,8 @@ class FeHttpApi:
     async def _internal(self, request: web.Request, fn) -> web.Response:
         if not self._check_token(request):
             return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        payload = await read_json_object(request, INTERNAL_BODY_MAX_BYTES)
         try:
-            payload = await request.json()
             return web.json_response(await fn(payload))
         except LabelAlreadyExists as e:
             return web.json_response(

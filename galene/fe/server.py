@@ -23,7 +23,7 @@ from galene.fe.http_api import FeHttpApi
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
-from galene.net.server import Metrics, make_server_socket
+from galene.net.server import Metrics, make_app_runner, make_server_socket
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
@@ -89,7 +89,7 @@ class FeServer:
 
         app = web.Application()
         app.add_routes(FeHttpApi(self).routes())
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        self._runner = make_app_runner(app, self.cfg)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.cfg.http_port)
         self.http_port = sock.getsockname()[1]
