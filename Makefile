@@ -3,13 +3,18 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Sail 0.7 (the `--engine sail` server) refuses PySpark 4.3 in its own process: its child finds
+# PySpark's 4.2 Connect client here first (galene/engine/sail.py); the FE keeps PySpark 4.3.
+SAIL_PYSPARK := $(VENV)/sail-pyspark
+SAIL_PYSPARK_VERSION := 4.2.0
 
 .PHONY: run test check-java tools lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-deps --upgrade --target $(SAIL_PYSPARK) pyspark-client==$(SAIL_PYSPARK_VERSION)
 	@touch $(STAMP)
 
 check-java:

@@ -2,6 +2,7 @@
 
 `start` runs a standalone Galene (one FE, one BE, local Spark): a small supervisor
 (`galene.supervisor`) runs `fe` and `be` as separate processes and restarts either if it dies.
+`--engine sail` runs queries on an embedded Sail server (a child of the FE) instead of Spark.
 `fe` and `be` run one role each (a BE joins with `ALTER SYSTEM ADD BACKEND 'host:port'`).
 `meta` holds operator tools.
 """
@@ -19,6 +20,9 @@ import subprocess
 import sys
 
 from galene.config import Config, load_config
+
+# The query engines (galene.engine.session.ENGINES, named here to keep the CLI's imports light).
+ENGINES = ("spark", "sail")
 
 
 def check_java() -> None:
@@ -59,6 +63,16 @@ def _common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
 
 
+def _engine_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=None,
+        help="query engine: spark (Apache Spark: local[*], SPARK_MASTER or SPARK_REMOTE; the default) "
+        "or sail (an embedded Sail server); the `engine` config key",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="galene", description="Galene: Doris-compatible warehouse on Spark")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -68,11 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http-port", type=int, default=None, help="FE HTTP port (default 8030)")
     p.add_argument("--query-port", type=int, default=None, help="FE MySQL-protocol port (default 9030)")
     p.add_argument("--be-http-port", type=int, default=None, help="BE HTTP (stream load) port (default 8040)")
+    _engine_arg(p)
 
     p = sub.add_parser("fe", help="run an FE process")
     _common_args(p)
     p.add_argument("--http-port", type=int, default=None)
     p.add_argument("--query-port", type=int, default=None)
+    _engine_arg(p)
 
     p = sub.add_parser("be", help="run a BE process (join it with ALTER SYSTEM ADD BACKEND 'host:port')")
     _common_args(p)
@@ -95,7 +111,7 @@ def make_config(args) -> Config:
     kw = {}
     if args.data_dir:
         kw["data_dir"] = args.data_dir
-    for name in ("http_port", "query_port", "be_http_port"):
+    for name in ("http_port", "query_port", "be_http_port", "engine"):
         val = getattr(args, name, None)
         if val is not None:
             kw[name] = val
@@ -110,6 +126,8 @@ def _role_args(args) -> list[str]:
         out += ["--conf-dir", args.conf_dir]
     for item in args.conf:
         out += ["--conf", item]
+    if getattr(args, "engine", None):
+        out += ["--conf", f"engine={args.engine}"]  # the FE's key (the BE ignores it)
     return out
 
 
@@ -180,9 +198,13 @@ def main(argv: list[str] | None = None) -> None:
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format=f"%(asctime)s {args.cmd} %(levelname)s %(name)s: %(message)s",
     )
-    if args.cmd in ("start", "fe"):
-        check_java()
     cfg = make_config(args)
+    if args.cmd in ("start", "fe"):
+        cfg.engine = cfg.engine.strip().lower()
+        if cfg.engine not in ENGINES:
+            sys.exit(f"galene: unknown engine '{cfg.engine}' (expected one of: {', '.join(ENGINES)})")
+        if cfg.engine == "spark":  # Sail needs no JVM
+            check_java()
     if args.cmd == "start":
         from galene.supervisor import Supervisor
 

@@ -35,6 +35,9 @@ class Config:
     max_backend_heartbeat_failure_times: int = 3
     gc_grace_seconds: int = 600  # unreferenced data files younger than this are kept
     gc_interval_seconds: int = 300
+    # Query engine: spark (Apache Spark: spark_master, SPARK_MASTER / SPARK_REMOTE) | sail (an
+    # embedded Sail server, a child process of the FE: galene/engine/sail.py). `--engine sail`.
+    engine: str = "spark"
     spark_master: str = ""  # default local[*]; SPARK_MASTER / SPARK_REMOTE env override
     spark_driver_memory: str = "2g"
     spark_shuffle_partitions: int = 4

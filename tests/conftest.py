@@ -14,6 +14,23 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from tests.galene_proc import GaleneProcess
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--galene-engine",
+        choices=("spark", "sail"),
+        default=None,
+        help="query engine of the Galene processes the tests start (default: GALENE_ENGINE or spark)",
+    )
+
+
+def pytest_configure(config):
+    # The harness (tests/galene_proc.py) reads GALENE_ENGINE, so processes started outside
+    # fixtures follow the option too.
+    engine = config.getoption("--galene-engine")
+    if engine:
+        os.environ["GALENE_ENGINE"] = engine
+
+
 @pytest.fixture(scope="session")
 def galene(tmp_path_factory):
     """A standalone Galene (FE + BE + Spark) shared by the tests of this process."""

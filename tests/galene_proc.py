@@ -52,11 +52,27 @@ def auth_header(user: str = "root", password: str = "") -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
+def default_engine() -> str:
+    """The query engine test processes use: GALENE_ENGINE (spark | sail; set by pytest's
+    --galene-engine option), else Galene's default."""
+    return os.environ.get("GALENE_ENGINE", "").strip().lower() or "spark"
+
+
 class GaleneProcess:
-    def __init__(self, data_dir: Path, role: str = "start", conf: dict[str, str] | None = None, **ports):
+    def __init__(
+        self,
+        data_dir: Path,
+        role: str = "start",
+        conf: dict[str, str] | None = None,
+        engine: str | None = None,
+        env: dict[str, str] | None = None,
+        **ports,
+    ):
         self.data_dir = Path(data_dir)
         self.role = role
         self.conf = dict(conf or {})
+        self.engine = engine or default_engine()
+        self.env = dict(env or {})  # extra environment for the process (SPARK_MASTER=…)
         self.http_port = ports.get("http_port") or free_port()
         self.query_port = ports.get("query_port") or free_port()
         self.be_http_port = ports.get("be_http_port") or free_port()
@@ -70,6 +86,9 @@ class GaleneProcess:
             cmd += ["--http-port", str(self.http_port), "--query-port", str(self.query_port)]
         if self.role in ("start", "be"):
             cmd += ["--be-http-port", str(self.be_http_port)]
+        if self.role in ("start", "fe"):
+            # Always explicit: GALENE_ENGINE in the environment is also Galene's own override.
+            cmd += ["--engine", self.engine]
         for k, v in self.conf.items():
             cmd += ["--conf", f"{k}={v}"]
         return cmd
@@ -80,6 +99,7 @@ class GaleneProcess:
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env.update(self.env)
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
                 self.command(), cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT

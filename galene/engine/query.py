@@ -8,7 +8,12 @@ runs it, and returns the rows as an Arrow table together with the Spark column t
 DataFrames are kept per table snapshot in a small LRU: a DataFrame carries its resolved
 file index, so a repeated query over the same snapshot does not list the files again. The
 cache is keyed by the session generation, so a restarted session never sees frames of the
-dead one. If the Spark JVM dies during a query, the query is retried once on a new session.
+dead one.
+
+If the engine dies during a query (the Spark JVM, the Sail server), the query fails with a Doris
+error naming the engine and how it ended, and the next query runs on a new engine. It is not
+re-run on its own: a query that killed the engine (memory) would kill the next one too, and
+Doris fails a query whose backend died under it the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from galene.catalog.model import Table
+from galene.common.errors import GaleneError
 from galene.engine.scan import table_frame, visible_rowsets
 from galene.engine.session import SparkEngine
 
@@ -56,7 +62,7 @@ class _FrameCache:
             if df is not None:
                 self._frames.move_to_end(key)
                 return df
-        df = table_frame(spark, table, storage_uri, version)
+        df = table_frame(spark, table, storage_uri, version, file_names=engine.file_names)
         with self._lock:
             if self._generation == engine.generation:
                 self._frames[key] = df
@@ -97,11 +103,15 @@ def run_query(
     """Run `spark_sql` with each view name bound to (table at version); rows as Arrow."""
     try:
         return _run_once(engine, spark_sql, views, storage_uri)
-    except Exception:
+    except Exception as e:
         if engine.is_alive():
             raise
-        log.warning("Spark died during a query; retrying once on a new session", exc_info=True)
-    return _run_once(engine, spark_sql, views, storage_uri)
+        reason = engine.death_reason()
+        log.warning("%s died during a query (%s); the next query starts a new one", engine.name, reason)
+        raise GaleneError(
+            f"[CANCELLED]query engine ({engine.name}) died during the query ({reason}); "
+            "a new one starts with the next query"
+        ) from e
 
 
 def _run_once(

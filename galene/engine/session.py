@@ -1,10 +1,16 @@
-"""The FE's one long-lived SparkSession, and its recovery when the Spark JVM dies.
+"""The FE's one long-lived SparkSession, and its recovery when the engine under it dies.
 
-`SparkEngine` owns the session: it creates it (classic `local[*]` / cluster master, or Spark
-Connect `sc://…`), warms it so the first user query does not pay JVM start-up, answers
-whether it is still alive, and — when the JVM has died (killed, OOM, crashed) — drops
-PySpark's process-wide singletons so the next `spark()` call starts a fresh JVM instead of
-handing out a session bound to a dead py4j gateway.
+`SparkEngine` owns the session: it creates it, warms it so the first user query does not pay
+engine start-up, answers whether it is still alive, and — when the engine has died (killed,
+OOM, crashed) — forgets the dead session so the next `spark()` call starts a fresh engine
+instead of handing out a session bound to a dead one. Engines:
+
+* Apache Spark (`engine = spark`, the default): a JVM the FE launches (`local[*]`, or a
+  cluster master such as `spark://host:7077` from `spark_master` / SPARK_MASTER), or an
+  external Spark Connect server (`sc://…`, SPARK_REMOTE). After a JVM death PySpark's
+  process-wide singletons are dropped so a new JVM can start.
+* Sail (`engine = sail`): a Sail Spark Connect server run as a child process of the FE
+  (`galene.engine.sail`); after its death a new server is started on a new port.
 
 `generation` increases every time a new session is created, so callers that keep
 session-bound objects (cached DataFrames) know when to throw them away.
@@ -18,6 +24,8 @@ import sys
 import threading
 
 from pyspark.sql import SparkSession
+
+from galene.common.errors import GaleneError
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +52,30 @@ DEFAULT_CONF: dict[str, str] = {
 # static/driver settings, so only runtime SQL settings are sent to a Connect server.
 _CONNECT_CONF_PREFIX = "spark.sql."
 
+ENGINES = ("spark", "sail")
+
+
+def _local_server_retry_policy(server):
+    """The Connect client's retry policy for a server that is our own child process.
+
+    PySpark retries an unreachable server (UNAVAILABLE) for 10+ minutes, which suits a remote
+    server that restarts. Our Sail child is either running — then a hiccup is retried briefly —
+    or dead, and then the query must fail at once with a clear error instead of waiting.
+    """
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    class LocalServerPolicy(DefaultPolicy):
+        def __init__(self):
+            super().__init__(max_retries=8, max_backoff=2000)
+
+        def can_retry(self, e: BaseException) -> bool:
+            return server.running() and super().can_retry(e)
+
+    return LocalServerPolicy()
+
 
 class SparkEngine:
-    """One SparkSession for the whole FE, restarted transparently after its JVM dies."""
+    """One SparkSession for the whole FE, on a new engine after the previous one died."""
 
     def __init__(
         self,
@@ -54,21 +83,46 @@ class SparkEngine:
         *,
         app_name: str = "galene",
         conf: dict[str, str] | None = None,
+        engine: str = "spark",
+        work_dir: str | None = None,
     ):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        if master is None:
+        self.engine = (engine or "spark").strip().lower()
+        if self.engine not in ENGINES:
+            raise GaleneError(f"unknown engine '{engine}': expected one of {', '.join(ENGINES)}")
+        self._sail = None
+        if self.engine == "sail":
+            from galene.engine.sail import SailServer
+
+            self._sail = SailServer(work_dir=work_dir)
+            master = "sail"  # the server's sc:// URL is known once it runs
+        elif master is None:
             master = os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_MASTER") or "local[*]"
         self.master = master
         self.app_name = app_name
         self.conf = {**DEFAULT_CONF, **(conf or {})}
         self.generation = 0  # bumped on every new session
         self._session: SparkSession | None = None
+        self._failed_probe = False  # is_alive() found the session dead: replace it
         self._lock = threading.RLock()
 
     @property
     def is_connect(self) -> bool:
-        return self.master.startswith("sc://")
+        return self._sail is not None or self.master.startswith("sc://")
+
+    @property
+    def file_names(self) -> bool | None:
+        """Whether the engine reports each row's file (`_metadata`): Apache Spark does, Sail
+        does not; None for an external Connect server, which may be either (scan.py asks)."""
+        if self._sail is not None:
+            return False
+        return None if self.is_connect else True
+
+    @property
+    def name(self) -> str:
+        """The engine as error messages name it."""
+        return "Sail" if self._sail is not None else "Spark"
 
     # --- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -79,33 +133,71 @@ class SparkEngine:
     def spark(self) -> SparkSession:
         """The live session; a new one (new JVM) if the previous one died."""
         with self._lock:
-            if self._session is not None and self._alive_locked():
+            # Our own Sail child is alive while its process runs: no round trip per call.
+            if (
+                self._session is not None
+                and not self._failed_probe
+                and self._alive_locked(probe=self._sail is None)
+            ):
                 return self._session
             if self._session is not None:
-                log.warning("Spark session is dead; starting a new one")
+                log.warning("%s session is dead (%s); starting a new one", self.name, self.death_reason())
                 self._discard_locked()
             self._session = self._create_locked()
+            self._failed_probe = False
             self.generation += 1
             return self._session
 
     def is_alive(self) -> bool:
         with self._lock:
-            return self._session is not None and self._alive_locked()
+            if self._session is None:
+                return False
+            alive = self._alive_locked(probe=True)
+            # A server process that runs but no longer knows our session is as good as dead.
+            self._failed_probe = not alive
+            return alive
+
+    def death_reason(self) -> str:
+        """Why the engine is gone, as far as the FE can tell ('killed by signal SIGKILL')."""
+        from galene.engine.sail import describe_exit
+
+        if self._sail is not None:
+            reason = self._sail.exit_reason()
+            return f"the Sail server {reason}" if reason else "the Sail server stopped answering"
+        if not self.is_connect:
+            from pyspark import SparkContext
+
+            proc = getattr(SparkContext._gateway, "proc", None)
+            code = proc.poll() if proc is not None else None
+            if code is not None:
+                return f"the Spark JVM {describe_exit(code)}"
+        return "the Spark driver stopped answering"
 
     def stop(self) -> None:
         with self._lock:
-            if self._session is None:
-                return
-            if self._alive_locked():
-                try:
-                    self._session.stop()
-                except Exception:  # stopping must not fail the caller
-                    log.warning("error while stopping Spark", exc_info=True)
-                if not self.is_connect:
-                    self._shutdown_gateway()
-            else:
-                self._discard_locked()
-            self._session = None
+            try:
+                self._stop_session_locked()
+            finally:
+                if self._sail is not None:
+                    self._sail.stop()
+
+    def _stop_session_locked(self) -> None:
+        if self._session is None:
+            return
+        if self._alive_locked(probe=True):
+            try:
+                self._session.stop()
+            except Exception:  # stopping must not fail the caller
+                log.warning("error while stopping %s", self.name, exc_info=True)
+            if not self.is_connect:
+                self._shutdown_gateway()
+        else:
+            self._discard_locked()
+        self._session = None
+
+    def server_pid(self) -> int | None:
+        """Process id of the embedded Sail server (None for other engines or when not running)."""
+        return self._sail.pid if self._sail is not None else None
 
     def jvm_pid(self) -> int | None:
         """Process id of the local Spark JVM (None for Spark Connect or when not running)."""
@@ -121,6 +213,8 @@ class SparkEngine:
 
     # --- internals ------------------------------------------------------------------
     def _create_locked(self) -> SparkSession:
+        if self._sail is not None:
+            return self._create_sail_locked()
         builder = SparkSession.builder.appName(self.app_name)
         if self.is_connect:
             builder = builder.remote(self.master)
@@ -135,10 +229,27 @@ class SparkEngine:
         session.sparkContext.setLogLevel("WARN")
         return session
 
-    def _alive_locked(self) -> bool:
+    def _create_sail_locked(self) -> SparkSession:
+        url = self._sail.start()  # a new server process (a previous one is stopped first)
+        # Through the classic builder: it also switches pyspark.sql.functions to Connect mode.
+        builder = SparkSession.builder.remote(url)
+        for k, v in self.conf.items():
+            if k.startswith(_CONNECT_CONF_PREFIX):
+                builder = builder.config(k, v)
+        # create(), not getOrCreate(): a cached default session would point at the old server.
+        session = builder.create()
+        session.client.set_retry_policies([_local_server_retry_policy(self._sail)])
+        return session
+
+    def _alive_locked(self, probe: bool) -> bool:
+        """Whether the session's engine is alive; `probe` also asks a Connect server to answer."""
         session = self._session
         assert session is not None
+        if self._sail is not None and not self._sail.running():
+            return False
         if self.is_connect:
+            if not probe:
+                return True
             try:
                 session.conf.get("spark.sql.shuffle.partitions")
                 return True
@@ -161,6 +272,9 @@ class SparkEngine:
     def _discard_locked(self) -> None:
         """Forget a dead session and every PySpark singleton that still points at its JVM."""
         if self.is_connect:
+            if self._sail is not None and not self._sail.running():
+                # Nothing to release on a server that is gone; just close the channel.
+                self._session.release_session_on_close = False
             try:
                 self._session.stop()
             except Exception:

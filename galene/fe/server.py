@@ -143,7 +143,9 @@ class FeServer:
                 "spark.driver.memory": self.cfg.spark_driver_memory,
                 "spark.sql.shuffle.partitions": str(self.cfg.spark_shuffle_partitions),
             }
-            engine = SparkEngine(self.cfg.spark_master or None, conf=conf)
+            engine = SparkEngine(
+                self.cfg.spark_master or None, conf=conf, engine=self.cfg.engine, work_dir=self.cfg.data_dir
+            )
             engine.start()
             self.engine = engine
         except BaseException as e:  # surfaced to queries, not fatal for DDL and loads

@@ -1,7 +1,8 @@
-"""Spark engine: snapshot reads with Doris key-model semantics, queries to Arrow, JVM recovery.
+"""Query engines: snapshot reads with Doris key-model semantics, queries to Arrow, recovery.
 
-Runs a real local Spark (one session for the whole module). Rowsets are written with pyarrow
-in the storage layout the BE uses; Table structs are built by hand.
+Every test runs on both engines: a real local Spark (one JVM for the module) and a real Sail
+server (a child process, one for the module). Rowsets are written with pyarrow in the storage
+layout the BE uses; Table structs are built by hand.
 """
 
 from __future__ import annotations
@@ -9,15 +10,18 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import threading
 import time
 import uuid
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
+from galene.common.errors import GaleneError
 from galene.common.types import parse_type
 from galene.engine.query import run_query
 from galene.engine.scan import spark_schema, table_frame
@@ -28,9 +32,12 @@ PARTITION_ID = 3
 TABLET_ID = 4
 
 
-@pytest.fixture(scope="module")
-def engine():
-    eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+@pytest.fixture(scope="module", params=["spark", "sail"])
+def engine(request):
+    if request.param == "sail":
+        eng = SparkEngine(engine="sail")
+    else:
+        eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
     eng.start()
     yield eng
     eng.stop()
@@ -453,14 +460,20 @@ def _wait_dead(pid: int) -> None:
     raise AssertionError(f"process {pid} did not die")
 
 
-def test_query_after_the_spark_jvm_is_killed_starts_a_new_session(engine, storage):
+def _engine_pid(engine) -> int | None:
+    """The process a crash kills: the Spark JVM, or the Sail server."""
+    return engine.jvm_pid() or engine.server_pid()
+
+
+def test_query_after_the_engine_process_is_killed_starts_a_new_session(engine, storage):
     t = make_table(901, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
     add_rowset(storage, t, 2, {"k": [1, 2, 3]})
     assert run_query(
         engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage
     ).table.to_pylist() == [{"s": 6}]
-    old_pid = engine.jvm_pid()
+    old_pid = _engine_pid(engine)
     assert old_pid is not None
+    generation = engine.generation
 
     os.kill(old_pid, signal.SIGKILL)
     _wait_dead(old_pid)
@@ -469,4 +482,50 @@ def test_query_after_the_spark_jvm_is_killed_starts_a_new_session(engine, storag
     out = run_query(engine, "SELECT sum(k) AS s FROM rec_v", {"rec_v": (t, 2)}, storage)
     assert out.table.to_pylist() == [{"s": 6}]
     assert engine.is_alive()
-    assert engine.jvm_pid() not in (None, old_pid)
+    assert _engine_pid(engine) not in (None, old_pid)
+    assert engine.generation == generation + 1
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_engine_killed_during_a_query_fails_it_clearly_and_the_next_query_works(engine, storage):
+    t = make_table(902, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
+    add_rowset(storage, t, 2, {"k": list(range(1000))})
+    views = {"kill_v": (t, 2)}
+    pid = _engine_pid(engine)
+    assert pid is not None
+    busy_from = _cpu_seconds(pid)
+    # 10^12 joined rows: runs until killed on either engine.
+    endless = (
+        "SELECT sum((a.k * b.k + c.k * d.k) % 7) AS n"
+        " FROM kill_v a CROSS JOIN kill_v b CROSS JOIN kill_v c CROSS JOIN kill_v d"
+    )
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["result"] = run_query(engine, endless, views, storage)
+        except Exception as e:  # noqa: BLE001 - the assertion below looks at it
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    # Kill once the engine is visibly working on the query (it has burnt a second of CPU).
+    for _ in range(1200):
+        if _cpu_seconds(pid) - busy_from > 1.0 or not worker.is_alive():
+            break
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    worker.join(120)
+    assert not worker.is_alive()
+    error = outcome.get("error")
+    assert isinstance(error, GaleneError), outcome
+    assert f"query engine ({engine.name}) died during the query" in error.message, error.message
+    assert "killed by signal SIGKILL" in error.message, error.message
+
+    out = run_query(engine, "SELECT count(*) AS n FROM kill_v", views, storage)
+    assert out.table.to_pylist() == [{"n": 1000}]
+    assert _engine_pid(engine) not in (None, pid)
