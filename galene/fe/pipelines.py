@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -492,10 +493,19 @@ def _ctas_type(t: ColumnType) -> ColumnType:
     return CTAS_VARCHAR if t.name == "STRING" else t
 
 
+_CAUSE = re.compile(r"^\s*([\w.$]*(?:Error|Exception))\s*:\s*(\S.*)$")
+
+
 def _engine_error(e: BaseException) -> str:
-    """A Doris-style message for an engine failure, naming its cause in one line."""
-    text = str(e).strip().splitlines()
-    head = next((line for line in text if line.strip()), type(e).__name__)
+    """A Doris-style message for an engine failure, naming its cause in one line: the last
+    `SomeError: message` line of a Python worker's traceback (Sail, PySpark workers), else
+    the first line of the engine's message (Spark's own errors lead with their cause)."""
+    lines = [line for line in str(e).strip().splitlines() if line.strip()]
+    causes = [m for m in (_CAUSE.match(line) for line in lines) if m]
+    if causes and "exception was thrown from the Python worker" in (lines[0] if lines else ""):
+        name, text = causes[-1].group(1), causes[-1].group(2)
+        return f"[INTERNAL_ERROR]the engine job failed: {name.rsplit('.', 1)[-1]}: {text[:500]}"
+    head = lines[0] if lines else type(e).__name__
     return f"[INTERNAL_ERROR]the engine job failed: {type(e).__name__}: {head[:500]}"
 
 

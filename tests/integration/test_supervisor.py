@@ -164,13 +164,15 @@ def test_be_killed_under_start_is_restarted_while_the_fe_keeps_serving(node):
             # The FE hears of the death from the supervisor: Alive=false with the reason (a
             # heartbeat may notice the closed port first; the reason follows and then stays).
             state = _wait(
-                lambda: (s := _be_alive(node)).lower().startswith("false") and sig.name in s and s,
+                lambda sig=sig: (s := _be_alive(node)).lower().startswith("false") and sig.name in s and s,
                 30,
                 f"Alive=false naming {sig.name}",
             )
             assert sig.name in state, state
             seen_dead += 1
-            new_pid = _wait(lambda: (p := _pid_or_none(node, "be")) not in (None, be_pid) and p, 60, "BE restart")
+            new_pid = _wait(
+                lambda be_pid=be_pid: (p := _pid_or_none(node, "be")) not in (None, be_pid) and p, 60, "BE restart"
+            )
             assert new_pid != be_pid
             _wait(lambda: _be_serves(node), 60, "restarted BE to serve")
             _wait(lambda: _be_alive(node).lower().startswith("true"), 30, "Alive=true again")
@@ -208,7 +210,7 @@ def test_fe_killed_under_start_is_restarted_and_the_be_keeps_running(node):
     be_pid = node.role_pid("be")
     fe_pid = node.role_pid("fe")
     os.kill(fe_pid, signal.SIGKILL)
-    _wait(lambda: (p := _pid_or_none(node, "fe")) not in (None, fe_pid), 60, "FE restart")
+    _wait(lambda: _pid_or_none(node, "fe") not in (None, fe_pid), 60, "FE restart")
     node.wait_ready(180)
     assert node.role_pid("be") == be_pid  # the BE was not touched
     assert node.query("SELECT 1") == [(1,)]

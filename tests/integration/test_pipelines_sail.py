@@ -1,0 +1,36 @@
+"""The pipeline tests of test_pipelines.py, on a Galene whose engine is Sail.
+
+Every statement that moves data runs the same engine code (mapInArrow tasks) on Apache Spark
+and on Sail; this module runs the whole pipeline suite again against one Sail-backed node (the
+`galene` fixture below replaces the shared Spark-backed one for these tests).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.galene_proc import GaleneProcess, default_engine
+from tests.integration.test_pipelines import (  # noqa: F401 - collected here again, on Sail
+    src,
+    test_a_failing_job_leaves_nothing_visible_and_no_files,
+    test_ctas_with_and_without_keys_and_like,
+    test_delete_on_aggregate_and_partitions_and_truncate,
+    test_engine_and_be_place_every_hash_type_identically,
+    test_insert_select_into_each_key_model_with_doris_ok_packet,
+    test_killing_the_engine_mid_statement,
+    test_labels_partitions_and_insert_rules,
+    test_overwrite_table_and_partition_atomically,
+    test_update_and_delete,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def galene(tmp_path_factory):
+    if default_engine() == "sail":
+        pytest.skip("the whole run is on Sail already (test_pipelines.py covers it)")
+    proc = GaleneProcess(tmp_path_factory.mktemp("galene-sail"), conf={"gc_grace_seconds": "3600"}, engine="sail")
+    proc.start()
+    yield proc
+    proc.stop()
