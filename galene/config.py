@@ -88,6 +88,18 @@ class Config:
     # unknown), runs as a normal streamed load, as Doris falls back for 2PC or partitions; a
     # chunked body larger than this fails with a message naming this key.
     group_commit_max_load_mb: int = 16
+    # Compaction (Doris' BE keys; in Galene the FE's engine compacts: galene/fe/compaction.py).
+    # A tablet is compacted in the background once it has this many small rowsets above its
+    # newest large one; one cumulative compaction merges at most max_deltas of them.
+    cumulative_compaction_min_deltas: int = 5
+    cumulative_compaction_max_deltas: int = 1000
+    # No background compaction (ADMIN COMPACT and /api/compaction/run still work); as in Doris
+    # this also lifts max_tablet_version_num. Also a table property.
+    disable_auto_compaction: bool = False
+    # A load into a table with a tablet of more rowsets than this fails (Doris' -235 error).
+    max_tablet_version_num: int = 2000
+    # Galene: how often the FE looks for tablets to compact.
+    compaction_scheduler_interval_ms: int = 5000
     # --- network discipline ---------------------------------------------------------
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
     tcp_user_timeout_ms: int = 5000

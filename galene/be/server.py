@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from galene import __version__
+from galene.be import compaction_api
 from galene.be.error_log import ErrorLogStore
 from galene.be.group_commit import GroupCommitManager
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
@@ -126,6 +127,7 @@ class BeServer:
                 web.get("/api/health", self.handle_health),
                 web.get("/metrics", self.handle_metrics),
                 web.get("/api/_tasks", tasks_dump_handler),
+                *compaction_api.routes(self),
             ]
         )
         self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)

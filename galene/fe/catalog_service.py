@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 
 import msgspec
 
@@ -61,6 +62,7 @@ class CatalogService:
         label_keep_max_second: int,
         default_load_timeout_s: int = 600,
         precommit_timeout_s: int = 3600,
+        max_tablet_version_num: int = 0,
     ):
         self.store = store
         self.lock = threading.RLock()
@@ -69,6 +71,9 @@ class CatalogService:
         # Doris' stream_load_default_precommit_timeout_second: a PRECOMMITTED (2PC) txn
         # that nobody commits or aborts within this long after its precommit is aborted.
         self.precommit_timeout_s = precommit_timeout_s
+        # Doris' max_tablet_version_num (0: no limit): a load into a table with a tablet of more
+        # rowsets fails at its begin, as a Doris BE fails it when opening the tablet writer.
+        self.max_tablet_version_num = max_tablet_version_num
 
     @property
     def state(self) -> CatalogState:
@@ -178,6 +183,7 @@ class CatalogService:
                 existing = self.state.txns.get(existing_id)
                 if existing is not None and existing.status != "ABORTED":
                     raise LabelAlreadyExists(label, existing)
+            self._check_version_count(table)
             alloc, high = self._allocator()
             txn = Txn(
                 id=alloc(),
@@ -191,6 +197,22 @@ class CatalogService:
             )
             self.store.log(ops.BeginTxn(txn=txn, next_id=high()))
             return txn, table
+
+    def _check_version_count(self, table: Table) -> None:
+        limit = self.max_tablet_version_num
+        # A tablet cannot have more rowsets than its table: most loads stop at the length check.
+        if limit <= 0 or len(table.rowsets) <= limit:
+            return
+        if str(table.properties.get("disable_auto_compaction", "")).lower() == "true":
+            return  # as Doris: no version limit where compaction is off
+        counts = Counter(r.tablet_id for r in table.rowsets)
+        tablet, n = counts.most_common(1)[0]
+        if n > limit:
+            raise LoadError(
+                f"[E-235]failed to init rowset builder. version count: {n}, exceed limit: {limit}, "
+                f"tablet: {tablet}. Please reduce the frequency of loading data or adjust the "
+                "max_tablet_version_num or time_series_max_tablet_version_num in be.conf to a larger value."
+            )
 
     def _live_txn(self, txn_id: int, allowed: tuple[str, ...]) -> Txn:
         txn = self.state.txns.get(txn_id)

@@ -23,6 +23,7 @@ from galene.be.load_headers import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
+from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
@@ -94,6 +95,7 @@ class FeHttpApi:
             web.post("/api/_internal/group_commit/recover", self.group_commit_recover),
             web.post("/api/_internal/txn/2pc", self.txn_2pc),
             web.post("/api/_internal/backend_event", self.backend_event),
+            *compaction_routes(self),
         ]
 
     # --- auth -----------------------------------------------------------------------

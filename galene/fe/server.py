@@ -2,8 +2,8 @@
 
 `FeServer.start()` recovers metadata (newest valid image + journal tail), starts the HTTP
 API and the MySQL endpoint, starts warming the Spark session in the background (queries
-wait for it; DDL and loads do not), and runs the heartbeat, transaction-timeout and
-storage-GC loops.
+wait for it; DDL and loads do not), and runs the heartbeat, transaction-timeout,
+storage-GC and compaction loops.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from galene import DORIS_COMPAT_VERSION, VERSION_COMMENT
 from galene.config import Config
 from galene.fe.backends import BackendMonitor
 from galene.fe.catalog_service import CatalogService
+from galene.fe.compaction import CompactionService
 from galene.fe.http_api import FeHttpApi
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
@@ -64,6 +65,7 @@ class FeServer:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task] = []
         self.fs, self.root = filesystem_for(cfg.storage_uri)
+        self.compaction = CompactionService(self)
 
     @property
     def state(self):
@@ -77,6 +79,8 @@ class FeServer:
             label_keep_max_second=self.cfg.label_keep_max_second,
             default_load_timeout_s=min(self.cfg.stream_load_default_timeout_second, 600),
             precommit_timeout_s=self.cfg.stream_load_default_precommit_timeout_second,
+            # Doris lifts the limit where compaction is off (disable_auto_compaction).
+            max_tablet_version_num=0 if self.cfg.disable_auto_compaction else self.cfg.max_tablet_version_num,
         )
         self.rpc = RpcClient(
             token=self.store.token,
@@ -118,11 +122,13 @@ class FeServer:
             await asyncio.to_thread(self.catalog.add_backend, host, int(port))
         self.backends.start()
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
+        self.compaction.start()
         log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
 
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
+        await self.compaction.stop()
         await self.backends.stop()
         if self.mysql is not None:
             await self.mysql.stop()

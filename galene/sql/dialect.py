@@ -3,10 +3,11 @@
 Owns tokenizing, parsing and re-generating Doris SQL. Off-the-shelf sqlglot (30.x) fails on
 aggregate column suffixes, LARGEINT/…V2/V3 type names, `VALUES LESS THAN MAXVALUE`,
 `BUCKETS AUTO` (it drops it), `AGGREGATE KEY`, `DESC t ALL`, `SHOW BACKENDS|FRONTENDS|PROC`,
-`ALTER SYSTEM … BACKEND` and `INSERT … WITH LABEL`; this module adds them as parser rules
-and a few custom expression nodes (defined here, each with its generator rule so a parsed
-statement prints back as Doris SQL). Nothing here interprets a statement: classification is
-`galene.sql.statements`, table semantics are `galene.sql.ddl`.
+`ALTER SYSTEM … BACKEND`, `INSERT … WITH LABEL`, `ADMIN COMPACT TABLE` and `SHOW TABLETS`;
+this module adds them as parser rules and a few custom expression nodes (defined here, each
+with its generator rule so a parsed statement prints back as Doris SQL). Nothing here
+interprets a statement: classification is `galene.sql.statements`, table semantics are
+`galene.sql.ddl`.
 """
 
 from __future__ import annotations
@@ -86,6 +87,21 @@ class LabeledInsertTarget(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "label": True}
 
 
+class AdminCompact(exp.Expression):
+    """`ADMIN COMPACT TABLE t PARTITION p WHERE TYPE = 'BASE'|'CUMULATIVE'`.
+
+    this = Table, partitions = Identifiers (as written, checked by the executor), where = Where.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False, "where": False}
+
+
+class ShowTablets(exp.Expression):
+    """`SHOW TABLETS FROM [db.]t [PARTITION (p, …)]`: this = Table, partitions = Identifiers."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False}
+
+
 def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:
     def build(args: list[exp.Expr]) -> exp.Expr:
         return node(this=args[0], expression=args[1] if len(args) > 1 else None, unit=exp.var(unit))
@@ -134,6 +150,7 @@ class Galene(Doris):
             "BACKENDS": lambda self: self.expression(exp.Show(this="BACKENDS")),
             "FRONTENDS": lambda self: self.expression(exp.Show(this="FRONTENDS")),
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
+            "TABLETS": lambda self: self._parse_show_tablets(),
         }
         SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -144,6 +161,44 @@ class Galene(Doris):
 
         # Each top-level select item remembers the text it was written as: MySQL labels an
         # unaliased result column with exactly that text (`COUNT(*)`, `k + 1`).
+        def _parse_statement(self) -> exp.Expr | None:
+            # Doris' ADMIN statements are not SQL sqlglot knows; ADMIN COMPACT is served.
+            if (
+                self._curr is not None
+                and self._next is not None
+                and self._curr.text.upper() == "ADMIN"
+                and self._next.text.upper() == "COMPACT"
+            ):
+                self._advance(2)
+                return self._parse_admin_compact()
+            return super()._parse_statement()
+
+        def _parse_partition_names(self) -> list[exp.Expr]:
+            """`PARTITION p`, `PARTITION (p, …)` or `PARTITIONS (p, …)`; [] when absent."""
+            if not self._match_texts(("PARTITION", "PARTITIONS")):
+                return []
+            if self._match(TokenType.L_PAREN, advance=False):
+                return self._parse_wrapped_csv(self._parse_id_var)
+            name = self._parse_id_var()
+            if name is None:
+                self.raise_error("Expected a partition name")
+            return [name]
+
+        def _parse_admin_compact(self) -> exp.Expr:
+            if not self._match(TokenType.TABLE):
+                self.raise_error("Expected TABLE after ADMIN COMPACT")
+            table = self._parse_table_parts()
+            partitions = self._parse_partition_names()
+            where = self._parse_where()
+            return self.expression(AdminCompact(this=table, partitions=partitions, where=where))
+
+        def _parse_show_tablets(self) -> exp.Expr:
+            if not (self._match(TokenType.FROM) or self._match(TokenType.IN)):
+                self.raise_error("Expected FROM after SHOW TABLETS")
+            table = self._parse_table_parts()
+            partitions = self._parse_partition_names()
+            return self.expression(ShowTablets(this=table, partitions=partitions))
+
         def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
             return self._parse_csv(self._parse_projection_with_text), None
 
@@ -343,7 +398,15 @@ class Galene(Doris):
             DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
             AlterSystem: lambda self, e: self._alter_system_sql(e),
             LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
+            AdminCompact: lambda self, e: (
+                f"ADMIN COMPACT TABLE {self.sql(e, 'this')}{self._partition_names_sql(e)}{self.sql(e, 'where')}"
+            ),
+            ShowTablets: lambda self, e: f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}",
         }
+
+        def _partition_names_sql(self, e: exp.Expr) -> str:
+            names = e.args.get("partitions") or []
+            return f" PARTITION ({', '.join(self.sql(n) for n in names)})" if names else ""
 
         def _range_less_than_sql(self, e: RangePartitionLessThan) -> str:
             values = e.expressions

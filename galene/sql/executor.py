@@ -224,6 +224,28 @@ class SqlExecutor:
         )  # fmt: skip
         return StatementResult(columns=_cols(*names), rows=[row])
 
+    # --- compaction (galene/fe/compaction.py) ----------------------------------------
+    async def _do_AdminCompact(self, s, ctx):
+        """Doris' ADMIN COMPACT TABLE: compacts every tablet of one partition; answers OK once
+        the compaction is committed (Doris answers once its BE tasks are sent)."""
+        _, table = self._table(s.db, s.table, ctx)
+        # Doris' AdminCompactTableStmt.analyze, in its order and texts.
+        if not s.partitions:
+            raise AnalysisError("No partition selected for compaction")
+        if len(s.partitions) != 1:
+            raise AnalysisError("Only support single partition for compaction")
+        if not s.where_given:
+            raise AnalysisError("Compaction type must be specified in Where clause like: type = 'BASE/CUMULATIVE'")
+        if s.compact_type is None:
+            raise AnalysisError("Where clause should looks like: type = 'BASE/CUMULATIVE'")
+        await self.fe.compaction.admin_compact(table, s.partitions[0], s.compact_type.lower())
+        return StatementResult()
+
+    async def _do_ShowTablets(self, s, ctx):
+        _, table = self._table(s.db, s.table, ctx)
+        rows = self.fe.compaction.show_tablets(table, s.partitions)
+        return StatementResult(columns=_cols(*self.fe.compaction.SHOW_TABLETS_COLUMNS), rows=rows)
+
     async def _do_ShowProc(self, s, ctx):
         return await self.fe.show_proc(s.path)
 

@@ -17,7 +17,9 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
+from galene.sql.dialect import AdminCompact as AdminCompactNode
 from galene.sql.dialect import AlterSystem, DescribeAll, Galene, LabeledInsertTarget
+from galene.sql.dialect import ShowTablets as ShowTabletsNode
 
 
 # --- statements -------------------------------------------------------------------------
@@ -225,6 +227,24 @@ class Set(Statement):
 @dataclass
 class Transaction(Statement):
     kind: str  # BEGIN, COMMIT or ROLLBACK
+
+
+@dataclass
+class AdminCompact(Statement):
+    """ADMIN COMPACT TABLE t PARTITION p WHERE TYPE = 'BASE' | 'CUMULATIVE'."""
+
+    db: str | None
+    table: str
+    partitions: list[str] = field(default_factory=list)
+    compact_type: str | None = None  # BASE or CUMULATIVE when the WHERE clause is `type = '…'`
+    where_given: bool = False
+
+
+@dataclass
+class ShowTablets(Statement):
+    db: str | None
+    table: str
+    partitions: list[str] | None = None
 
 
 @dataclass
@@ -535,12 +555,40 @@ def _classify_truncate(node: exp.TruncateTable, sql: str) -> Statement:
     return Truncate(db=db, table=table, partitions=partitions, sql=sql)
 
 
+def _classify_admin_compact(node: AdminCompactNode, sql: str) -> Statement:
+    db, table = _table_parts(node.this)
+    where = node.args.get("where")
+    cond = where.this if isinstance(where, exp.Where) else None
+    kind = None
+    # Doris' AdminCompactTableStmt.analyzeWhere: exactly `type = '<BASE|CUMULATIVE>'`.
+    if (
+        isinstance(cond, exp.EQ)
+        and isinstance(cond.this, exp.Column)
+        and not cond.this.table
+        and cond.this.name.lower() == "type"
+        and isinstance(cond.expression, exp.Literal)
+        and cond.expression.is_string
+        and cond.expression.name.upper() in ("BASE", "CUMULATIVE")
+    ):
+        kind = cond.expression.name.upper()
+    partitions = [p.name for p in node.args.get("partitions") or []]
+    return AdminCompact(
+        db=db, table=table, partitions=partitions, compact_type=kind, where_given=cond is not None, sql=sql
+    )
+
+
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
     if isinstance(node, exp.Query):
         return Query(expr=node, sql=sql)
     if isinstance(node, exp.Show):
         return _classify_show(node, sql)
+    if isinstance(node, ShowTabletsNode):
+        db, table = _table_parts(node.this)
+        partitions = [p.name for p in node.args.get("partitions") or []] or None
+        return ShowTablets(db=db, table=table, partitions=partitions, sql=sql)
+    if isinstance(node, AdminCompactNode):
+        return _classify_admin_compact(node, sql)
     if isinstance(node, exp.Describe):
         if isinstance(node.this, exp.Table) and node.this.name:
             db, table = _table_parts(node.this)

@@ -1,0 +1,632 @@
+"""Compaction in the FE: what to compact, when, and how it is asked for and shown.
+
+Galene's tablets live in the storage root and every merge runs on the FE's engine
+(`galene.engine.compaction`), so the FE owns what a Doris BE's storage engine does:
+
+* Policy (pure functions): a tablet's rowsets in version order; the cumulative run — the
+  newest small rowsets above the tablet's newest large one (a rowset is large when it is bigger
+  than everything newer than it together, so merged runs are not rewritten for every few new
+  loads and a tablet keeps about log2(size) rowsets), at most `cumulative_compaction_max_deltas`
+  of them; base/full runs take every rowset.
+* `CompactionService`: one compaction at a time (queries keep their CPU); a background loop
+  every `compaction_scheduler_interval_ms` compacts the tablets of the table with the most
+  rowsets waiting once a tablet has `cumulative_compaction_min_deltas` of them (unless
+  `disable_auto_compaction`, in fe.conf/be.conf or as a table property); `ADMIN COMPACT TABLE`
+  and the BE's `/api/compaction/*` (relayed here over the internal API) on demand. The new
+  rowset is committed with `CatalogService.compact_rowsets` (one journal op, no new version);
+  the replaced files stay for `gc_grace_seconds` (retired files), then GC deletes them.
+* What it shows: `SHOW TABLETS` rows, and the BE HTTP API's JSON documents in Doris' shapes
+  (`/api/compaction/show`, `run_status`, `run`), with run history kept in memory as a Doris BE
+  keeps it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from aiohttp import web
+
+from galene.catalog.model import Rowset, Table
+from galene.common.errors import AnalysisError, GaleneError
+from galene.storage import layout
+
+log = logging.getLogger(__name__)
+
+KINDS = ("cumulative", "base", "full")
+# An engine job that runs longer than this is interrupted (its files are deleted).
+JOB_TIMEOUT_S = 6 * 3600
+# Tablets merged by one background job, at most (one engine job per table and tick).
+MAX_TABLETS_PER_JOB = 256
+# Doris waits this long for a manual compaction before answering "triggered" (compaction_action.cpp).
+RUN_WAIT_S = 2.0
+
+# Doris' error statuses of the compaction actions (Status::to_json: code name + message).
+NOT_FOUND = "NOT_FOUND"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+NOT_IMPLEMENTED_ERROR = "NOT_IMPLEMENTED_ERROR"
+CUMULATIVE_NO_SUITABLE_VERSION = "E-2000"
+BE_NO_SUITABLE_VERSION = "E-808"
+
+
+# ---------------------------------------------------------------------------------------
+# Policy
+# ---------------------------------------------------------------------------------------
+
+
+def tablet_rowsets(table: Table) -> dict[int, list[Rowset]]:
+    """Each tablet's rowsets (with files), oldest first; tablets without any map to []."""
+    out: dict[int, list[Rowset]] = {tid: [] for p in table.partitions for tid in p.tablet_ids}
+    for r in list(table.rowsets):
+        if r.files:
+            out.setdefault(r.tablet_id, []).append(r)
+    for rs in out.values():
+        rs.sort(key=lambda r: r.version)
+    return out
+
+
+def cumulative_point(rowsets: list[Rowset]) -> int:
+    """Index of the first rowset above the newest large one (a rowset bigger than all newer
+    rowsets together); the newest rowset itself is never large."""
+    newer = 0
+    for i in range(len(rowsets) - 1, -1, -1):
+        if i < len(rowsets) - 1 and rowsets[i].data_size > newer:
+            return i + 1
+        newer += rowsets[i].data_size
+    return 0
+
+
+def pick_cumulative(rowsets: list[Rowset], *, min_deltas: int, max_deltas: int) -> list[Rowset]:
+    """The cumulative run of a tablet (contiguous, oldest first), or [] below `min_deltas`."""
+    candidates = rowsets[cumulative_point(rowsets) :]
+    return candidates[: max(2, max_deltas)] if len(candidates) >= max(2, min_deltas) else []
+
+
+def pick_all(rowsets: list[Rowset]) -> list[Rowset]:
+    """A base/full run: every rowset of the tablet, when there is something to merge."""
+    return list(rowsets) if len(rowsets) >= 2 else []
+
+
+def version_ranges(rowsets: list[Rowset]) -> list[tuple[int, int]]:
+    """Doris-style [start-end] version ranges of a tablet's rowsets (oldest first): a rowset
+    covers the table versions since the previous rowset of the tablet (a compacted one covers
+    those of the rowsets it replaced; versions no load wrote into this tablet are empty)."""
+    out = []
+    prev_end = 1  # version 1 is a new table's empty version
+    for r in rowsets:
+        start = min(prev_end + 1, r.version)
+        out.append((start, r.version))
+        prev_end = r.version
+    return out
+
+
+def pretty_bytes(n: int) -> str:
+    """Doris' PrettyPrinter for TUnit::BYTES: "0", "574.00 B", "3.11 KB", "2.86 GB"."""
+    if n == 0:
+        return "0"
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.2f} B"
+
+
+def millis_text(ms: int) -> str:
+    """Doris' ToStringFromUnixMillis: local time with milliseconds."""
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
+def status_json(status: str, msg: str) -> str:
+    """Doris' Status::to_json (rapidjson's PrettyWriter: 4-space indent)."""
+    return json.dumps({"status": status, "msg": msg}, indent=4)
+
+
+def rowset_line(start: int, end: int, r: Rowset, *, compacted: bool) -> str:
+    """One entry of `rowsets` in /api/compaction/show (Tablet::_get_rowset_info_str)."""
+    overlap = "NONOVERLAPPING" if compacted or len(r.files) <= 1 else "OVERLAPPING"
+    return f"[{start}-{end}] {len(r.files)} DATA {overlap} {r.id} {pretty_bytes(r.data_size)}"
+
+
+@dataclass
+class Stale:
+    """Rowsets a compaction replaced, shown as Doris' stale rowsets while their files remain."""
+
+    path_id: int
+    time: float
+    lines: list[str]  # "[start-end] segments rowset_id size"
+    ranges: list[tuple[int, int]]
+    files: list[str]
+
+
+@dataclass
+class TabletHistory:
+    """What a Doris tablet keeps in memory about its compactions (ms since the epoch)."""
+
+    failure_ms: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    success_ms: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    stale: list[Stale] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    """One compaction request: tablets merged (input rowset count) and tablets skipped."""
+
+    compacted: dict[int, int] = field(default_factory=dict)
+    skipped: dict[int, tuple[str, str]] = field(default_factory=dict)  # tablet -> (status, msg)
+    error: str | None = None
+
+
+def _truthy(v: str | None) -> bool:
+    return str(v or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# ---------------------------------------------------------------------------------------
+# The service
+# ---------------------------------------------------------------------------------------
+
+
+class CompactionService:
+    def __init__(self, fe):
+        self.fe = fe
+        self.cfg = fe.cfg
+        self._lock = asyncio.Lock()
+        self._running: dict[int, str] = {}  # tablet id -> kind, while its job runs
+        self._queued: dict[int, list[str]] = {}  # tablet id -> kinds of requests waiting or running
+        self._history: dict[int, TabletHistory] = {}
+        self._idle: dict[int, tuple[int, int]] = {}  # table id -> (version, rowsets) with nothing to do
+        self._jobs = itertools.count(1)
+        self._paths = itertools.count(1)
+        self._tag: str | None = None
+        self._task: asyncio.Task | None = None
+        self._manual: set[asyncio.Task] = set()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="fe-compaction")
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._task, *self._manual) if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            try:
+                await asyncio.wait_for(t, timeout=70)
+            except BaseException:  # stopping: each task's own error is not the point
+                log.debug("compaction task ended", exc_info=True)
+
+    async def _loop(self) -> None:
+        interval = max(0.05, self.cfg.compaction_scheduler_interval_ms / 1000)
+        while True:
+            await asyncio.sleep(interval)
+            if self.cfg.disable_auto_compaction or self._lock.locked():
+                continue
+            if not self.fe.engine_ready.is_set() or self.fe.engine is None:
+                continue
+            try:
+                pick = self._pick_background()
+                if pick is not None:
+                    table_id, tablet_ids = pick
+                    await self.compact(table_id, tablet_ids, "cumulative", manual=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background compaction failed")
+
+    def _pick_background(self) -> tuple[int, list[int]] | None:
+        """The table whose tablets have the most rowsets waiting, and those tablets."""
+        min_deltas = max(2, self.cfg.cumulative_compaction_min_deltas)
+        best: tuple[int, int, list[int]] | None = None
+        for table in list(self.fe.state.tables.values()):
+            n = len(table.rowsets)
+            if n < min_deltas or _truthy(table.properties.get("disable_auto_compaction")):
+                continue
+            if self._idle.get(table.id) == (table.visible_version, n):
+                continue  # unchanged since it had nothing to compact
+            score, tablets = 0, []
+            for tid, rs in tablet_rowsets(table).items():
+                run = pick_cumulative(rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas)
+                if run:
+                    score += len(run)
+                    tablets.append(tid)
+            if not tablets:
+                self._idle[table.id] = (table.visible_version, n)
+                continue
+            if best is None or score > best[0]:
+                best = (score, table.id, tablets[:MAX_TABLETS_PER_JOB])
+        return None if best is None else (best[1], best[2])
+
+    # --- one compaction ---------------------------------------------------------------
+    async def compact(self, table_id: int, tablet_ids: Iterable[int] | None, kind: str, *, manual: bool) -> Outcome:
+        """Compact the named tablets of a table (all of them when None) with one engine job,
+        after any compaction already running (one at a time)."""
+        if kind not in KINDS:
+            raise GaleneError(f"The compaction type '{kind}' is not supported")
+        table = self.fe.state.tables.get(table_id)
+        if tablet_ids is None and table is not None:
+            tablet_ids = [tid for p in table.partitions for tid in p.tablet_ids]
+        ids = list(tablet_ids or [])
+        # A request waiting for the running compaction already counts as running for
+        # /api/compaction/run_status, so a client polling it waits for this one too.
+        for tid in ids:
+            self._queued.setdefault(tid, []).append(kind)
+        try:
+            async with self._lock:
+                return await self._compact_locked(table_id, ids, kind, manual=manual)
+        finally:
+            for tid in ids:
+                kinds = self._queued.get(tid, [])
+                if kind in kinds:
+                    kinds.remove(kind)
+                if not kinds:
+                    self._queued.pop(tid, None)
+
+    async def _compact_locked(self, table_id: int, tablet_ids: list[int], kind: str, *, manual: bool) -> Outcome:
+        from galene.engine import compaction as ec
+
+        fe = self.fe
+        outcome = Outcome()
+        table = fe.state.tables.get(table_id)
+        if table is None:
+            raise GaleneError(f"table [{table_id}] does not exist")
+        per_tablet = tablet_rowsets(table)
+        partition_of = {tid: p.id for p in table.partitions for tid in p.tablet_ids}
+        wanted = list(tablet_ids)
+        min_deltas = 2 if manual else max(2, self.cfg.cumulative_compaction_min_deltas)
+        jobs: list[ec.TabletCompaction] = []
+        for tid in wanted:
+            rs = per_tablet.get(tid, [])
+            if kind == "cumulative":
+                run = pick_cumulative(rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas)
+                if not run:
+                    msg = "candidate_rowsets is empty" if not rs[cumulative_point(rs) :] else "_input_rowsets.size() is 1"
+                    outcome.skipped[tid] = (CUMULATIVE_NO_SUITABLE_VERSION, msg)
+                    continue
+            else:
+                run = pick_all(rs)
+                if not run:
+                    outcome.skipped[tid] = (BE_NO_SUITABLE_VERSION, "_input_rowsets.size() is 1")
+                    continue
+            # Deletes go when nothing older can be hidden by them — but never from a table with
+            # a sequence column: there a delete also hides rows loaded later with a lower
+            # sequence value, so its row must outlive every compaction.
+            drop = bool(rs) and run[0].id == rs[0].id and table.sequence_column() is None
+            jobs.append(ec.TabletCompaction(tid, partition_of.get(tid, run[0].partition_id), run, drop_deletes=drop))
+        if not jobs:
+            return outcome
+        if manual:
+            await fe.wait_engine()
+        ranges = {j.tablet_id: dict(zip((r.id for r in per_tablet[j.tablet_id]), version_ranges(per_tablet[j.tablet_id]))) for j in jobs}
+        rowset_ids = ec.new_rowset_ids(jobs)
+        tag = f"galene-compaction-{next(self._jobs)}"
+        fe.running_rowset_ids.update(rowset_ids.values())
+        for j in jobs:
+            self._running[j.tablet_id] = kind
+        t0 = time.monotonic()
+        try:
+            try:
+                added = await self._run_job(ec.compact_tablets, table, jobs, rowset_ids, tag)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - any failure is the outcome's error, reported to the caller
+                outcome.error = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+                log.warning("compaction of table %s failed: %s", table.name, outcome.error)
+                self._record(jobs, kind, ok=False)
+                return outcome
+            committed = await asyncio.to_thread(self._commit, table, jobs, added)
+            if not committed:
+                # The rowsets changed meanwhile (an overwrite, a truncate, a drop): the new
+                # files are not referenced.
+                await asyncio.to_thread(self._discard, table, rowset_ids)
+                outcome.error = "the tablet's rowsets changed during the compaction; not committed"
+                self._record(jobs, kind, ok=False)
+                return outcome
+        finally:
+            fe.running_rowset_ids.difference_update(rowset_ids.values())
+            for j in jobs:
+                self._running.pop(j.tablet_id, None)
+        self._record(jobs, kind, ok=True, ranges=ranges)
+        self._idle.pop(table.id, None)
+        for j in jobs:
+            outcome.compacted[j.tablet_id] = len(j.rowsets)
+        log.info(
+            "%s compaction of %s: %d tablets, %d rowsets -> %d in %.2f s",
+            kind, table.name, len(jobs), sum(len(j.rowsets) for j in jobs), len(added), time.monotonic() - t0,
+        )  # fmt: skip
+        fe.metrics.inc("galene_fe_compactions_total")
+        return outcome
+
+    async def _run_job(self, fn, table: Table, jobs, rowset_ids, tag: str):
+        fe = self.fe
+        parallelism = max(2, 2 * int(self.cfg.spark_shuffle_partitions))
+        job = asyncio.ensure_future(
+            asyncio.to_thread(
+                fn, fe.engine, table, jobs, self.cfg.storage_uri,
+                rowset_ids=rowset_ids, parallelism=parallelism, job_tag=tag,
+            )
+        )  # fmt: skip
+        try:
+            return await asyncio.wait_for(asyncio.shield(job), timeout=JOB_TIMEOUT_S)
+        except (TimeoutError, asyncio.CancelledError):
+            # The engine job runs on until interrupted; stop it and wait, so its files are gone.
+            await asyncio.to_thread(self._interrupt, tag)
+            try:
+                await asyncio.wait_for(asyncio.shield(job), timeout=60)
+            except BaseException:  # the interrupted job's own error is expected
+                log.info("the interrupted compaction job %s ended", tag, exc_info=True)
+            raise
+
+    def _interrupt(self, tag: str) -> None:
+        from galene.engine import write as w
+
+        try:
+            w.interrupt(self.fe.engine.spark(), tag)
+        except Exception:
+            log.warning("could not interrupt %s", tag, exc_info=True)
+
+    def _discard(self, table: Table, rowset_ids: dict[int, str]) -> None:
+        from galene.engine import write as w
+
+        try:
+            w.discard_statement_files(self.cfg.storage_uri, table, rowset_ids, keep=set())
+        except Exception:
+            log.warning("removing the files of an uncommitted compaction failed", exc_info=True)
+
+    def _commit(self, table: Table, jobs, added: list[Rowset]) -> bool:
+        catalog = self.fe.catalog
+        removed = [r.id for j in jobs for r in j.rowsets]
+        return catalog.compact_rowsets(table.id, removed, added)
+
+    def _record(self, jobs, kind: str, *, ok: bool, ranges: dict | None = None) -> None:
+        now = time.time()
+        for j in jobs:
+            h = self._history.setdefault(j.tablet_id, TabletHistory())
+            (h.success_ms if ok else h.failure_ms)[kind] = int(now * 1000)
+            if ok and ranges is not None:
+                spans = [ranges[j.tablet_id].get(r.id, (r.version, r.version)) for r in j.rowsets]
+                h.stale.append(
+                    Stale(
+                        path_id=next(self._paths),
+                        time=now,
+                        lines=[
+                            f"[{a}-{b}] {len(r.files)} {r.id} {pretty_bytes(r.data_size)}"
+                            for (a, b), r in zip(spans, j.rowsets, strict=True)
+                        ],
+                        ranges=spans,
+                        files=[f for r in j.rowsets for f in r.files],
+                    )
+                )
+
+    # --- finding tablets ----------------------------------------------------------------
+    def find_tablet(self, tablet_id: int) -> tuple[Table, int] | None:
+        """(table, partition id) of a tablet."""
+        for table in list(self.fe.state.tables.values()):
+            for p in table.partitions:
+                if tablet_id in p.tablet_ids:
+                    return table, p.id
+        return None
+
+    # --- ADMIN COMPACT TABLE --------------------------------------------------------------
+    async def admin_compact(self, table: Table, partition: str, kind: str) -> Outcome:
+        """Compact every tablet of one partition; answers when the compaction is committed."""
+        part = next((p for p in table.partitions if p.name.lower() == partition.lower()), None)
+        if part is None:
+            raise AnalysisError(f"Unknown partition '{partition}' in table '{table.name}'")
+        outcome = await self.compact(table.id, list(part.tablet_ids), kind, manual=True)
+        if outcome.error:
+            raise GaleneError(f"compaction of table {table.name} partition {part.name} failed: {outcome.error}")
+        return outcome
+
+    # --- SHOW TABLETS ---------------------------------------------------------------------
+    SHOW_TABLETS_COLUMNS = (
+        "TabletId", "ReplicaId", "BackendId", "SchemaHash", "Version", "LstSuccessVersion", "LstFailedVersion",
+        "LstFailedTime", "LocalDataSize", "RemoteDataSize", "RowCount", "State", "LstConsistencyCheckTime",
+        "CheckVersion", "VersionCount", "QueryHits", "PathHash", "Path", "MetaUrl", "CompactionStatus",
+        "CooldownReplicaId", "CooldownMetaId",
+    )  # fmt: skip
+
+    def show_tablets(self, table: Table, partitions: list[str] | None = None) -> list[tuple]:
+        parts = table.partitions
+        if partitions:
+            by_name = {p.name.lower(): p for p in table.partitions}
+            parts = []
+            for name in partitions:
+                p = by_name.get(name.lower())
+                if p is None:
+                    raise AnalysisError(f"Unknown partition '{name}' in table '{table.name}'")
+                parts.append(p)
+        per_tablet = tablet_rowsets(table)
+        be_id, be_url = self._backend()
+        schema_hash = zlib.crc32(f"{table.id}:{','.join(c.name for c in table.columns)}".encode()) & 0x7FFFFFFF
+        root = self.cfg.storage_uri.removeprefix("file://")
+        path_hash = zlib.crc32(root.encode()) & 0x7FFFFFFF
+        rows = []
+        for p in parts:
+            for tid in p.tablet_ids:
+                rs = per_tablet.get(tid, [])
+                version = str(p.visible_version)
+                tablet_path = layout.tablet_dir(root, table.db_id, table.id, p.id, tid)
+                rows.append(
+                    (
+                        str(tid), str(tid), str(be_id), str(schema_hash), version, version, "-1", "NULL",
+                        str(sum(r.data_size for r in rs)), "0", str(sum(r.num_rows for r in rs)), "NORMAL",
+                        "NULL", "-1", str(len(rs)), "0", str(path_hash), tablet_path,
+                        f"{be_url}/api/meta/header/{tid}", f"{be_url}/api/compaction/show?tablet_id={tid}",
+                        "-1", "",
+                    )
+                )  # fmt: skip
+        return rows
+
+    def _backend(self) -> tuple[int, str]:
+        backends = sorted(self.fe.state.backends.values(), key=lambda b: b.id)
+        if not backends:
+            return -1, ""
+        be = next((b for b in backends if self.fe.backends.status(b.id).alive), backends[0])
+        port = self.fe.backends.status(be.id).http_port or be.http_port or be.heartbeat_port
+        return be.id, f"http://{be.host}:{port}"
+
+    # --- the BE HTTP API, answered here (galene/be/compaction_api.py relays) --------------
+    def show_json(self, tablet_id: int) -> str:
+        found = self.find_tablet(tablet_id)
+        if found is None:
+            return status_json(NOT_FOUND, f"Tablet not found. tablet_id={tablet_id}")
+        table, _ = found
+        rs = tablet_rowsets(table).get(tablet_id, [])
+        ranges = version_ranges(rs)
+        h = self._history.get(tablet_id, TabletHistory())
+        retired = self.fe.state.retired_files
+        h.stale = [s for s in h.stale if s.files and s.files[0] in retired]
+        point = cumulative_point(rs)
+        doc = {
+            "cumulative policy type": "SIZE_BASED",
+            "cumulative point": ranges[point][0] if point < len(rs) else (rs[-1].version + 1 if rs else 2),
+            "last cumulative failure time": millis_text(h.failure_ms["cumulative"]),
+            "last base failure time": millis_text(h.failure_ms["base"]),
+            "last full failure time": millis_text(h.failure_ms["full"]),
+            "last cumulative success time": millis_text(h.success_ms["cumulative"]),
+            "last base success time": millis_text(h.success_ms["base"]),
+            "last full success time": millis_text(h.success_ms["full"]),
+            "rowsets": [rowset_line(a, b, r, compacted=r.txn_id == 0) for (a, b), r in zip(ranges, rs, strict=True)],
+            "missing_rowsets": [],
+            "stale_rowsets": [line for s in h.stale for line in s.lines],
+            "stale version path": [
+                {
+                    "path id": str(s.path_id),
+                    "last create time": datetime.fromtimestamp(s.time).astimezone().strftime("%Y-%m-%d %H:%M:%S.")
+                    + f"{int(s.time * 1000) % 1000:03d} "
+                    + datetime.fromtimestamp(s.time).astimezone().strftime("%z"),
+                    "path list": f"{s.path_id}-> " + " -> ".join(f"[{a}-{b}]" for a, b in s.ranges),
+                }
+                for s in h.stale
+            ],
+        }
+        return json.dumps(doc, indent=4)
+
+    def run_status_json(self, tablet_id: int | None) -> str:
+        if not tablet_id:
+            root = self.cfg.storage_uri.removeprefix("file://")
+            doc = {
+                "CumulativeCompaction": {root: [str(t) for t, k in self._running.items() if k == "cumulative"]},
+                "BaseCompaction": {root: [str(t) for t, k in self._running.items() if k != "cumulative"]},
+            }
+            return json.dumps(doc, indent=4)
+        if self.find_tablet(tablet_id) is None:
+            return status_json(INTERNAL_ERROR, f"fail to get {tablet_id}")
+        kind = self._running.get(tablet_id) or next(iter(self._queued.get(tablet_id, [])), "")
+        running = bool(kind)
+        msg = "compaction task for this tablet is " + ("running" if running else "not running")
+        # compaction_action.cpp's template, as Doris fills it in (strings::Substitute).
+        return (
+            "{\n"
+            '            "status" : "Success",\n'
+            f'            "run_status" : {"true" if running else "false"},\n'
+            f'            "msg" : "{msg}",\n'
+            f'            "tablet_id" : {tablet_id},\n'
+            f'            "compact_type" : "{kind}"\n'
+            "        }"
+        )
+
+    async def run_json(self, tablet_param: str, table_param: str, kind: str, remote: str) -> str:
+        """POST /api/compaction/run: start the compaction, wait up to 2 s for its outcome."""
+        ids, err = _check_ids(tablet_param, table_param)
+        if err:
+            return status_json(INTERNAL_ERROR, err)
+        tablet_id, table_id = ids
+        if kind not in KINDS:
+            return status_json(NOT_IMPLEMENTED_ERROR, f"The compaction type '{kind}' is not supported")
+        if remote not in ("", "false", "true"):
+            return status_json(NOT_IMPLEMENTED_ERROR, f"The remote = '{remote}' is not supported")
+        if tablet_id == 0:
+            # A table: full compaction of all its tablets (submitted; not waited for).
+            if table_id not in self.fe.state.tables:
+                return status_json(NOT_FOUND, f"Table not found. table_id={table_id}")
+            self._spawn(self.compact(table_id, None, "full", manual=True))
+        else:
+            if remote == "true":
+                return status_json(NOT_IMPLEMENTED_ERROR, "tablet should do compaction locally")
+            found = self.find_tablet(tablet_id)
+            if found is None:
+                return status_json(NOT_FOUND, f"Tablet not found. tablet_id={tablet_id}")
+            task = self._spawn(self.compact(found[0].id, [tablet_id], kind, manual=True))
+            try:
+                outcome = await asyncio.wait_for(asyncio.shield(task), timeout=RUN_WAIT_S)
+            except TimeoutError:
+                outcome = None  # still running: "triggered", as Doris answers after 2 s
+            if outcome is not None:
+                if outcome.error:
+                    return status_json(INTERNAL_ERROR, outcome.error)
+                if tablet_id in outcome.skipped:
+                    return status_json(*outcome.skipped[tablet_id])
+        return (
+            '{"status": "Success", "msg": "compaction task is successfully triggered. Table id: '
+            f'{table_id}. Tablet id: {tablet_id}"}}'
+        )
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._manual.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._manual.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("manual compaction failed: %s", t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    # Internal API handlers (token-checked by FeHttpApi._internal).
+    async def http_run(self, p: dict) -> dict:
+        body = await self.run_json(
+            str(p.get("tablet_id", "")), str(p.get("table_id", "")), str(p.get("compact_type", "")),
+            str(p.get("remote", "")),
+        )  # fmt: skip
+        return {"status": "OK", "body": body}
+
+    async def http_show(self, p: dict) -> dict:
+        (tablet_id, _), err = _check_ids(str(p.get("tablet_id", "")), "")
+        if err or not tablet_id:
+            return {"status": "OK", "body": status_json(INTERNAL_ERROR, err or "check param failed: missing tablet_id")}
+        return {"status": "OK", "body": self.show_json(tablet_id)}
+
+    async def http_run_status(self, p: dict) -> dict:
+        text = str(p.get("tablet_id", ""))
+        if text and not text.isdigit():
+            return {"status": "OK", "body": status_json(INTERNAL_ERROR, "convert tablet_id failed, stoull")}
+        return {"status": "OK", "body": self.run_status_json(int(text) if text else None)}
+
+
+def _check_ids(tablet: str, table: str) -> tuple[tuple[int, int], str | None]:
+    """compaction_action.cpp's _check_param: exactly one of tablet_id and table_id."""
+    if not tablet and not table:
+        return (0, 0), "tablet id and table id can not be empty at the same time!"
+    if tablet and table:
+        return (0, 0), "tablet id and table id can not be set at the same time!"
+    name, text = ("tablet_id", tablet) if tablet else ("table_id", table)
+    if not text.isdigit():
+        return (0, 0), f"convert {name} failed, stoull"
+    return ((int(text), 0) if tablet else (0, int(text))), None
+
+
+def internal_routes(api) -> list:
+    """The FE's internal compaction routes (the BE relays its /api/compaction/* here)."""
+    svc = api.fe.compaction
+
+    async def run(request: web.Request) -> web.Response:
+        return await api._internal(request, svc.http_run)
+
+    async def show(request: web.Request) -> web.Response:
+        return await api._internal(request, svc.http_show)
+
+    async def run_status(request: web.Request) -> web.Response:
+        return await api._internal(request, svc.http_run_status)
+
+    return [
+        web.post("/api/_internal/compaction/run", run),
+        web.post("/api/_internal/compaction/show", show),
+        web.post("/api/_internal/compaction/run_status", run_status),
+    ]
