@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
+from aiohttp.streams import EMPTY_PAYLOAD
 from aiohttp.web_protocol import RequestHandler, RequestPayloadError, _ErrInfo
 from aiohttp.web_server import Server
 
@@ -93,6 +94,7 @@ def make_app_runner(
         max_line_size=cfg.http_max_header_bytes,
         max_field_size=cfg.http_max_header_bytes,
         max_headers=cfg.http_max_headers,
+        max_head_bytes=HTTP_MAX_HEAD_BYTES,
     )
 
 
@@ -117,6 +119,20 @@ class _GaleneServer(Server):
         return self.handler_class(self, loop=self._loop, **self._kwargs)
 
 
+# The whole request head (request line and headers): without it a head could hold
+# http_max_headers x http_max_header_bytes (8 MB, twice that once parsed) per connection.
+# Doris' FE caps its heads the same way (jetty_server_max_http_header_size, 1 MB).
+HTTP_MAX_HEAD_BYTES = 1 << 20
+
+
+class HeadTooLarge(BadHttpMessage):
+    """A request head past HTTP_MAX_HEAD_BYTES (the parser bounds only its lines)."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"request head over {limit} bytes")
+        self.limit = limit
+
+
 # Handler tasks of closed connections that finish on their own (see connection_lost).
 _RUNNING_ON: set[asyncio.Task] = set()
 
@@ -128,6 +144,8 @@ def framing_error_reply(
     exc: HttpProcessingError, max_headers: int, max_header_bytes: int
 ) -> tuple[int, str, str]:
     """HTTP status, its phrase, and a one-line reason for a request aiohttp's parser refused."""
+    if isinstance(exc, HeadTooLarge):
+        return 431, "Request Header Fields Too Large", f"the request head is longer than {exc.limit} bytes"
     if isinstance(exc, LineTooLong):
         reason = (
             f"the request line or a header is longer than {max_header_bytes} bytes (http_max_header_bytes)"
@@ -158,10 +176,21 @@ class GaleneRequestHandler(RequestHandler):
       not a request.
     """
 
-    __slots__ = ("_body_failure", "_last_payload", "_linger_waiter", "_refused")
+    __slots__ = (
+        "_body_failure",
+        "_head_bytes",
+        "_last_payload",
+        "_linger_waiter",
+        "_max_head_bytes",
+        "_refused",
+    )
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, max_head_bytes: int = HTTP_MAX_HEAD_BYTES, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self._max_head_bytes = max_head_bytes
+        # Bytes received since the last request's head completed while no body was arriving:
+        # a bound on the head still being parsed (within one read of the truth).
+        self._head_bytes = 0
         # The body of the newest request parsed: the only one the parser can still be feeding.
         self._last_payload: Any = None
         # What `_fail_body` gave a body; aiohttp logs it if its own lingering read meets it.
@@ -193,12 +222,19 @@ class GaleneRequestHandler(RequestHandler):
         return resp
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return  # dropped: see the class docstring
-        super().data_received(data)
+        if self._refused or self._close or self._force_close:
+            return  # dropped: see the class docstring (aiohttp drops them when closing, too)
         messages = self._messages
-        if not messages:
+        queued = len(messages)
+        super().data_received(data)
+        if len(messages) == queued:  # no request's head completed: body, or a head arriving
+            payload = self._last_payload
+            if payload is None or payload.is_eof():
+                self._head_bytes += len(data)
+                if self._head_bytes > self._max_head_bytes:
+                    self._refuse(HeadTooLarge(self._max_head_bytes))
             return
+        self._head_bytes = 0
         message, payload = messages[-1]
         if message.__class__ is not _ErrInfo:
             self._last_payload = payload
@@ -254,6 +290,14 @@ class GaleneRequestHandler(RequestHandler):
         super().log_exception(*args, **kw)
 
     # --- internals --------------------------------------------------------------------------
+    def _refuse(self, exc: HttpProcessingError) -> None:
+        """Refuse what is arriving as aiohttp refuses what its parser cannot parse."""
+        self._refused = True
+        self._request_count += 1
+        self._messages.append((_ErrInfo(status=exc.code, exc=exc, message=exc.message), EMPTY_PAYLOAD))
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
     def _fail_body(self, payload: Any, message: str) -> BaseException:
         self._body_failure = failure = self.body_error(message)
         payload.set_exception(failure)

@@ -28,9 +28,13 @@ DB = "hostile_http"
 DUP = "(k INT NOT NULL, v VARCHAR(16)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3"
 MAX_HEADERS = 128  # http_max_headers (default)
 MAX_HEADER_BYTES = 65536  # http_max_header_bytes (default)
+MAX_HEAD_BYTES = 1 << 20  # the whole head (galene.net.server.HTTP_MAX_HEAD_BYTES)
 # Head probes may not grow either process's peak RSS by more than this: a head is parsed as it
-# streams (at most MAX_HEADERS x MAX_HEADER_BYTES = 8 MB per connection), never held whole.
+# streams and refused past MAX_HEAD_BYTES (about twice that held once parsed, per connection).
 RSS_HEADROOM = 64 << 20
+# Connections that send a maximal head (MAX_HEADERS x MAX_HEADER_BYTES, 8 MB) at the same time:
+# without the bound on the whole head each would hold 16 MB.
+CONCURRENT_HEADS = 10
 _ERROR_LINE = re.compile(r" (ERROR|CRITICAL) |Traceback \(most recent call last\)")
 
 
@@ -234,6 +238,8 @@ def each_probe_on_its_own(node):
 _TOO_MANY = "".join(f"X-H{i}: v\r\n" for i in range(10_000))
 _COUNT = f"more than {MAX_HEADERS} headers"
 _SIZE = f"longer than {MAX_HEADER_BYTES} bytes"
+_HEAD = f"the request head is longer than {MAX_HEAD_BYTES} bytes"
+_MAX_HEAD = "".join(f"X-H{i}: {'m' * (MAX_HEADER_BYTES - 16)}\r\n" for i in range(MAX_HEADERS - 2))
 _LOAD = f"/api/{DB}/t/_stream_load"
 # name -> (request, the limit its refusal names)
 _HEAD_PROBES = {
@@ -242,6 +248,7 @@ _HEAD_PROBES = {
     "1 MB request line": (f"PUT {_LOAD}?{'a' * (1 << 20)} HTTP/1.1\r\nHost: x\r\n\r\n", _SIZE),
     "1 MB header name": (f"PUT {_LOAD} HTTP/1.1\r\nHost: x\r\n{'N' * (1 << 20)}: v\r\n\r\n", _SIZE),
     "16 MB header": (f"PUT {_LOAD} HTTP/1.1\r\nHost: x\r\nX-Big: {'a' * (16 << 20)}\r\n\r\n", _SIZE),
+    "8 MB of legal headers": (f"PUT {_LOAD} HTTP/1.1\r\nHost: x\r\n{_MAX_HEAD}\r\n", _HEAD),
     "10k trailers": (
         f"PUT {_LOAD} HTTP/1.1\r\nHost: x\r\nAuthorization: {AUTH}\r\nTransfer-Encoding: chunked\r\n\r\n"
         + f"4\r\n1,a\n\r\n0\r\n{_TOO_MANY}\r\n",
@@ -278,15 +285,29 @@ def test_request_heads_over_the_bounds_get_431_and_memory_stays_bounded(node):
                 text = reply.body.decode()
             assert limit in text, (side, name, text)
             node.check()
+
+        # Maximal heads on several connections at once, none finished: each is refused once
+        # its head passes MAX_HEAD_BYTES instead of being held whole.
+        conns = [Conn(node.port(side)) for _ in range(CONCURRENT_HEADS)]
+        try:
+            for conn in conns:
+                conn.send(f"PUT {_LOAD} HTTP/1.1\r\nHost: x\r\n{_MAX_HEAD}".encode())
+            for conn in conns:
+                out = conn.read()
+                assert out.closed and [r.status for r in out.replies] == [431], out
+        finally:
+            for conn in conns:
+                conn.close()
+        node.check()
     for side in ("fe", "be"):
         after = peak_rss_bytes(getattr(node, f"{side}_pid"))
         assert after < rss_before[side] + RSS_HEADROOM, (side, rss_before[side] >> 20, after >> 20)
 
 
 def test_heads_within_the_bounds_are_served(node):
-    """127 headers of 60 KB each: a big but legal head still loads."""
-    headers = _load_head(_label("bighead"), Connection="close", Content_Length="4")
-    headers.update({f"X-Pad-{i}": "p" * 60_000 for i in range(MAX_HEADERS - len(headers))})
+    """128 headers, one of them 60 KB, 900 KB in all: a big but legal head still loads."""
+    headers = _load_head(_label("bighead"), Connection="close", Content_Length="4", X_Big="b" * 60_000)
+    headers.update({f"X-Pad-{i}": "p" * 7_000 for i in range(MAX_HEADERS - len(headers))})
     out = _send(node.port("be"), _head(f"PUT {_LOAD} HTTP/1.1", headers) + b"7,a\n")
     assert [r.status for r in out.replies] == [200], out
     assert out.replies[0].json()["Status"] == "Success", out.replies[0].json()
