@@ -46,6 +46,8 @@ ERROR_COL = "__galene_error"
 # A task writes a tablet's buffered rows as one file once they pass this many Arrow bytes
 # (well under storage.rowset.MAX_FILE_BYTES, so a file never needs splitting).
 TASK_FILE_BYTES = 128 << 20
+# Rows a task converts and routes at a time.
+TASK_BATCH_ROWS = 128 * 1024
 # Rows of a rejected-row sample a task sends back, at most.
 TASK_MAX_ERRORS = 50
 
@@ -139,10 +141,18 @@ class _TabletFiles:
     def _flush(self, tid: int) -> None:
         from galene.storage.rowset import write_segment
 
-        pid, parts, _ = self.buffers.pop(tid)
+        pid, parts, nbytes = self.buffers.pop(tid)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         path, size = write_segment(
-            self.fs, self.root, self.plan.table, pid, tid, self.plan.rowset_ids[tid], _file_number(), data
+            self.fs,
+            self.root,
+            self.plan.table,
+            pid,
+            tid,
+            self.plan.rowset_ids[tid],
+            _file_number(),
+            data,
+            nbytes=nbytes,
         )
         self.written.append((tid, pid, path, data.num_rows, size))
 
@@ -193,11 +203,11 @@ def _load_options(plan: WritePlan):
     return opts
 
 
-def _convert_and_route(batch: pa.RecordBatch, plan: WritePlan, opts, counts: list[int], errors: list):
+def _convert_and_route(data: pa.Table, plan: WritePlan, opts, counts: list[int], errors: list):
     from galene.be.parse import convert_arrow
     from galene.be.routing import route_rows
 
-    parsed = convert_arrow(pa.Table.from_batches([batch]), plan.table, opts, TASK_MAX_ERRORS)
+    parsed = convert_arrow(data, plan.table, opts, TASK_MAX_ERRORS)
     routed = route_rows(parsed, plan.table, TASK_MAX_ERRORS, partitions=plan.partitions)
     counts[0] += parsed.num_total
     counts[1] += parsed.num_filtered + routed.num_filtered
@@ -206,6 +216,23 @@ def _convert_and_route(batch: pa.RecordBatch, plan: WritePlan, opts, counts: lis
     if room > 0:
         errors.extend([e.raw, e.reason] for e in (list(parsed.errors) + list(routed.errors))[:room])
     return parsed, routed
+
+
+def _gathered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The engine's batches (10,000 rows on Spark) gathered into tables of TASK_BATCH_ROWS:
+    converting and routing cost a fixed overhead per call, paid per gathered table."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= TASK_BATCH_ROWS:
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
 def direct_writer(plan_bytes: bytes):
@@ -217,10 +244,9 @@ def direct_writer(plan_bytes: bytes):
         files = _TabletFiles(plan)
         counts, errors = [0, 0, 0], []
         try:
-            for batch in batches:
-                if batch.num_rows:
-                    _, routed = _convert_and_route(batch, plan, opts, counts, errors)
-                    files.add(routed.per_tablet)
+            for data in _gathered(batches):
+                _, routed = _convert_and_route(data, plan, opts, counts, errors)
+                files.add(routed.per_tablet)
             files.finish()
         except BaseException:
             files.discard()
@@ -240,11 +266,9 @@ def tablet_tagger(plan_bytes: bytes):
         plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
         opts = _load_options(plan)
         schema = _tagged_schema(storage_schema(plan.table))
-        for batch in batches:
-            if not batch.num_rows:
-                continue
+        for data in _gathered(batches):
             counts, errors = [0, 0, 0], []
-            _, routed = _convert_and_route(batch, plan, opts, counts, errors)
+            _, routed = _convert_and_route(data, plan, opts, counts, errors)
             for tid, (_, rows) in routed.per_tablet.items():
                 if rows.num_rows:
                     rows = rows.append_column(TABLET_COL, pa.array([tid] * rows.num_rows, pa.int64()))

@@ -48,10 +48,10 @@ def new_rowset_id() -> str:
     return uuid.uuid4().hex
 
 
-def _row_group_rows(data: pa.Table) -> int:
+def _row_group_rows(data: pa.Table, nbytes: int | None = None) -> int:
     if data.num_rows == 0:
         return MIN_ROW_GROUP_ROWS
-    per_row = max(1, data.nbytes // data.num_rows)
+    per_row = max(1, (data.nbytes if nbytes is None else nbytes) // data.num_rows)
     return int(min(MAX_ROW_GROUP_ROWS, max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row)))
 
 
@@ -114,16 +114,18 @@ def write_segment(
     data: pa.Table,
     *,
     sync: bool = True,
+    nbytes: int | None = None,
 ) -> tuple[str, int]:
     """Write `data` (storage schema) as file `n` of a rowset of one tablet, as one file (the
     caller keeps it under MAX_FILE_BYTES); returns its root-relative path and size. Used by the
-    engine's write tasks, which name files themselves and report them to the driver."""
+    engine's write tasks, which name files themselves and report them to the driver. `nbytes`,
+    when the caller has counted it, saves walking the buffers of a table of many chunks."""
     data = _to_storage(data, storage_schema(table))
     directory = layout.tablet_dir(root, table.db_id, table.id, partition_id, tablet_id)
     fs.create_dir(directory, recursive=True)
     final = layout.rowset_file(root, table.db_id, table.id, partition_id, tablet_id, rowset_id, n)
     local = isinstance(fs, pafs.LocalFileSystem)
-    size = _write_file(fs, directory, final, data, _row_group_rows(data), sync=local and sync)
+    size = _write_file(fs, directory, final, data, _row_group_rows(data, nbytes), sync=local and sync)
     if local and sync:
         fsync_path(directory)
     return layout.relative(root, final), size
