@@ -142,6 +142,10 @@ class Txn(msgspec.Struct, kw_only=True, gc=False):  # one per load: untracked, a
     # Group commit: client labels merged into this transaction. While PREPARE they are
     # reserved (Database.labels maps them here); the commit fixes the final list.
     sub_labels: list[str] = msgspec.field(default_factory=list)
+    # What began it (SHOW LOAD lists the engine jobs): STREAM_LOAD, INSERT (INSERT … SELECT,
+    # OVERWRITE, CTAS, UPDATE), DELETE; and the statement's user.
+    load_type: str = "STREAM_LOAD"
+    user: str = ""
 
 
 class Backend(msgspec.Struct, kw_only=True):

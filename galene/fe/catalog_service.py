@@ -173,7 +173,15 @@ class CatalogService:
 
     # --- transactions ---------------------------------------------------------------
     def begin_txn(
-        self, db_name: str, table_name: str, label: str, *, timeout_s: int | None = None, backend_id: int = 0
+        self,
+        db_name: str,
+        table_name: str,
+        label: str,
+        *,
+        timeout_s: int | None = None,
+        backend_id: int = 0,
+        load_type: str = "STREAM_LOAD",
+        user: str = "",
     ) -> tuple[Txn, Table]:
         with self.lock:
             db = self.db(db_name)
@@ -194,6 +202,8 @@ class CatalogService:
                 backend_id=backend_id,
                 timeout_s=int(timeout_s or self.default_load_timeout_s),
                 begin_time=time.time(),
+                load_type=load_type,
+                user=user,
             )
             self.store.log(ops.BeginTxn(txn=txn, next_id=high()))
             return txn, table

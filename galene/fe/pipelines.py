@@ -16,6 +16,7 @@ OK packet (`affected rows` + `{'label':…, 'status':'VISIBLE', 'txnId':…}`) a
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import re
@@ -53,6 +54,8 @@ class Target:
     strict: bool = True
     max_filter_ratio: float = 0.0
     timeout_s: int = 14400
+    load_type: str = "INSERT"  # SHOW LOAD's Type
+    user: str = ""
 
 
 @dataclass
@@ -98,15 +101,25 @@ class Pipelines:
         return strict, ratio, timeout
 
     # --- the write ------------------------------------------------------------------
-    async def run(self, target: Target, spark_sql: str, views: dict) -> Outcome:
+    async def run(self, target: Target, spark_sql: str, views: dict, ctx=None) -> Outcome:
         """Begin the txn, run the engine job, check the insert rules, commit (or undo)."""
         from galene.engine import write as w
 
         fe = self.fe
+        if ctx is not None and not target.user:
+            target.user = ctx.user
         await fe.wait_engine()
         try:
             txn, table = await asyncio.to_thread(
-                fe.catalog.begin_txn, target.db_name, target.table.name, target.label, timeout_s=target.timeout_s
+                functools.partial(
+                    fe.catalog.begin_txn,
+                    target.db_name,
+                    target.table.name,
+                    target.label,
+                    timeout_s=target.timeout_s,
+                    load_type=target.load_type,
+                    user=target.user,
+                )
             )
         except LoadError as e:
             raise GaleneError(e.message) from None
@@ -257,7 +270,7 @@ class Pipelines:
             timeout_s=timeout,
         )
         spark_sql, views = self.plan_query(query, ctx)
-        return self.ok(await self.run(target, spark_sql, views))
+        return self.ok(await self.run(target, spark_sql, views, ctx))
 
     # --- CREATE TABLE … AS SELECT / LIKE ----------------------------------------------
     async def create_table_as_select(self, s: st.CreateTable, ctx) -> StatementResult:
@@ -290,7 +303,7 @@ class Pipelines:
             timeout_s=timeout,
         )
         try:
-            outcome = await self.run(target, spark_sql, views)
+            outcome = await self.run(target, spark_sql, views, ctx)
         except BaseException:
             # Doris drops the table a failed CTAS created.
             try:
@@ -367,7 +380,7 @@ class Pipelines:
             timeout_s=timeout,
         )
         spark_sql, views = self.plan_query(query, ctx)
-        return self.ok(await self.run(target, spark_sql, views))
+        return self.ok(await self.run(target, spark_sql, views, ctx))
 
     # --- DELETE ---------------------------------------------------------------------
     async def delete(self, s: st.Delete, ctx) -> StatementResult:
@@ -401,13 +414,14 @@ class Pipelines:
                 table=table,
                 columns=[c.name for c in visible],
                 label=_delete_label(),
+                load_type="DELETE",
                 delete_sign=True,
                 strict=strict,
                 max_filter_ratio=ratio,
                 timeout_s=timeout,
             )
             spark_sql, views = self.plan_query(query, ctx, snapshots)
-            return self.ok(await self.run(target, spark_sql, views))
+            return self.ok(await self.run(target, spark_sql, views, ctx))
         if s.using:
             raise AnalysisError("DELETE … USING is only supported on UNIQUE KEY tables")
         if table.keys_type == "AGG_KEYS":
@@ -428,6 +442,7 @@ class Pipelines:
             table=table,
             columns=[c.name for c in visible],
             label=_delete_label(),
+            load_type="DELETE",
             replace_partitions=part_ids or [p.id for p in table.partitions],
             partitions=s.partitions,
             strict=False,
@@ -435,7 +450,7 @@ class Pipelines:
             timeout_s=timeout,
         )
         spark_sql, views = self.plan_query(query, ctx, snapshots)
-        outcome = await self.run(target, spark_sql, views)
+        outcome = await self.run(target, spark_sql, views, ctx)
         return self.ok(outcome, affected=0)
 
     # --- TRUNCATE -------------------------------------------------------------------
@@ -445,7 +460,9 @@ class Pipelines:
         label = f"truncate_{uuid.uuid4().hex}"
 
         def do() -> None:
-            txn, _ = self.fe.catalog.begin_txn(db_name, table.name, label, timeout_s=60)
+            txn, _ = self.fe.catalog.begin_txn(
+                db_name, table.name, label, timeout_s=60, load_type="TRUNCATE", user=ctx.user
+            )
             try:
                 self.fe.catalog.commit_txn(txn.id, [], replace_partitions=part_ids)
             except BaseException as e:

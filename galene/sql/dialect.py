@@ -151,6 +151,7 @@ class Galene(Doris):
             "FRONTENDS": lambda self: self.expression(exp.Show(this="FRONTENDS")),
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
             "TABLETS": lambda self: self._parse_show_tablets(),
+            "LOAD": lambda self: self._parse_show_load(),
         }
         SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -191,6 +192,14 @@ class Galene(Doris):
             partitions = self._parse_partition_names()
             where = self._parse_where()
             return self.expression(AdminCompact(this=table, partitions=partitions, where=where))
+
+        def _parse_show_load(self) -> exp.Expr:
+            # SHOW LOAD [FROM db] [WHERE …] [ORDER BY …] [LIMIT n]
+            db = self._parse_id_var() if (self._match(TokenType.FROM) or self._match(TokenType.IN)) else None
+            where = self._parse_where()
+            order = self._parse_order()
+            limit = self._parse_limit()
+            return self.expression(exp.Show(this="LOAD", db=db, where=where, order=order, limit=limit))
 
         def _parse_show_tablets(self) -> exp.Expr:
             if not (self._match(TokenType.FROM) or self._match(TokenType.IN)):

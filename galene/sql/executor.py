@@ -24,6 +24,7 @@ from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines
+from galene.sql import show
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.like import like_match
@@ -208,6 +209,55 @@ class SqlExecutor:
                 )
             )  # fmt: skip
         return StatementResult(columns=_cols(*names), rows=rows)
+
+    async def _do_ShowLoad(self, s, ctx):
+        """SHOW LOAD: the engine jobs (INSERT … SELECT, OVERWRITE, CTAS, UPDATE, DELETE) of a
+        database whose labels are still kept, in Doris' columns."""
+        db_name = self._db_name(s.db, ctx)
+        db = self.fe.catalog.db(db_name)
+        names = [
+            "JobId", "Label", "State", "Progress", "Type", "EtlInfo", "TaskInfo", "ErrorMsg", "CreateTime",
+            "EtlStartTime", "EtlFinishTime", "LoadStartTime", "LoadFinishTime", "URL", "JobDetails",
+            "TransactionId", "ErrorTablets", "User", "Comment",
+        ]  # fmt: skip
+        states = {"VISIBLE": "FINISHED", "COMMITTED": "FINISHED", "ABORTED": "CANCELLED"}
+        rows = []
+        for txn in sorted(self.fe.state.txns.values(), key=lambda t: t.id):
+            if txn.db_id != db.id or txn.load_type == "STREAM_LOAD":
+                continue
+            state = states.get(txn.status, "LOADING")
+            done = state != "LOADING"
+            details = {
+                "Unfinished backends": {}, "ScannedRows": txn.num_rows, "TaskNumber": 1,
+                "LoadBytes": txn.load_bytes, "All backends": {}, "FileNumber": 0, "FileSize": 0,
+            }  # fmt: skip
+            row = {
+                "JobId": str(txn.id), "Label": txn.label, "State": state,
+                "Progress": "100.00% (1/1)" if done else "0.00% (0/1)", "Type": txn.load_type,
+                "EtlInfo": "NULL", "TaskInfo": f"cluster:N/A; timeout(s):{txn.timeout_s}; max_filter_ratio:0.0",
+                "ErrorMsg": f"type:LOAD_RUN_FAIL; msg:{txn.reason}" if txn.status == "ABORTED" else "NULL",
+                "CreateTime": _fmt_time(txn.begin_time), "EtlStartTime": _fmt_time(txn.begin_time),
+                "EtlFinishTime": _fmt_time(txn.begin_time), "LoadStartTime": _fmt_time(txn.begin_time),
+                "LoadFinishTime": _fmt_time(txn.finish_time) if done else "NULL", "URL": "NULL",
+                "JobDetails": _json(details), "TransactionId": str(txn.id), "ErrorTablets": "{}",
+                "User": txn.user, "Comment": "",
+            }  # fmt: skip
+            if show.row_matches(s.where, row):
+                rows.append(row)
+        if s.order is not None:
+            for ordered in reversed(s.order.expressions):
+                key = ordered.this.name
+                col = next((n for n in names if n.lower() == key.lower()), None)
+                if col is None:
+                    raise AnalysisError(f"Unknown column '{key}' in SHOW LOAD")
+                numeric = col in ("JobId", "TransactionId")
+                rows.sort(
+                    key=lambda r, c=col, n=numeric: int(r[c]) if n else r[c],
+                    reverse=bool(ordered.args.get("desc")),
+                )
+        if s.limit is not None:
+            rows = rows[: s.limit]
+        return StatementResult(columns=_cols(*names), rows=[tuple(r[n] for n in names) for r in rows])
 
     async def _do_ShowFrontends(self, s, ctx):
         names = [

@@ -200,3 +200,93 @@ def show_columns(table: Table, full: bool = False) -> tuple[list[str], list[list
         else:
             rows.append([c.name, c.type.to_sql(), null, key, c.default, _extra(c)])
     return (SHOW_FULL_COLUMNS_COLUMNS if full else SHOW_COLUMNS_COLUMNS), rows
+
+
+def row_matches(where: exp.Expr | None, row: dict[str, object]) -> bool:
+    """Whether a SHOW row (column name -> value, names case-insensitive) passes a WHERE of
+    comparisons (=, !=, <, <=, >, >=, LIKE, IN) joined by AND / OR / NOT, as Doris' SHOW
+    statements take them. Walks the expression with an explicit stack (a WHERE can be long)."""
+    if where is None:
+        return True
+    from galene.sql.like import like_match
+
+    lowered = {k.lower(): v for k, v in row.items()}
+
+    def value(node: exp.Expr):
+        if isinstance(node, exp.Column):
+            return lowered.get(node.name.lower())
+        if isinstance(node, exp.Literal):
+            return node.this if node.is_string else _number(node.this)
+        if isinstance(node, exp.Null):
+            return None
+        if isinstance(node, exp.Paren):
+            return value(node.this)
+        return node.sql()
+
+    def compare(node: exp.Expr) -> bool:
+        if isinstance(node, exp.Like):
+            left = value(node.this)
+            return left is not None and like_match(str(left), str(value(node.expression)))
+        if isinstance(node, exp.In):
+            left = value(node.this)
+            return any(_same(left, value(e)) for e in node.expressions)
+        left, right = value(node.this), value(node.expression)
+        if isinstance(node, exp.EQ):
+            return _same(left, right)
+        if isinstance(node, exp.NEQ):
+            return not _same(left, right)
+        if left is None or right is None:
+            return False
+        a, b = (left, right) if type(left) is type(right) else (str(left), str(right))
+        if isinstance(node, exp.GT):
+            return a > b
+        if isinstance(node, exp.GTE):
+            return a >= b
+        if isinstance(node, exp.LT):
+            return a < b
+        if isinstance(node, exp.LTE):
+            return a <= b
+        raise ValueError(f"unsupported condition in SHOW … WHERE: {node.sql()}")
+
+    # Post-order evaluation of the boolean tree without recursion.
+    results: dict[int, bool] = {}
+    stack: list[tuple[exp.Expr, bool]] = [(where, False)]
+    while stack:
+        node, done = stack.pop()
+        if isinstance(node, exp.Paren):
+            node_inner = node.this
+            if done:
+                results[id(node)] = results[id(node_inner)]
+            else:
+                stack += [(node, True), (node_inner, False)]
+            continue
+        if isinstance(node, (exp.And, exp.Or)):
+            if done:
+                a, b = results[id(node.this)], results[id(node.expression)]
+                results[id(node)] = (a and b) if isinstance(node, exp.And) else (a or b)
+            else:
+                stack += [(node, True), (node.this, False), (node.expression, False)]
+            continue
+        if isinstance(node, exp.Not):
+            if done:
+                results[id(node)] = not results[id(node.this)]
+            else:
+                stack += [(node, True), (node.this, False)]
+            continue
+        results[id(node)] = compare(node)
+    return results[id(where)]
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return False
+    if type(a) is not type(b):
+        return str(a).lower() == str(b).lower()
+    return a == b if not isinstance(a, str) else a.lower() == b.lower()

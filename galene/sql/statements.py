@@ -127,6 +127,14 @@ class ShowProc(Statement):
 
 
 @dataclass
+class ShowLoad(Statement):
+    db: str | None = None
+    where: exp.Expr | None = None
+    order: exp.Expr | None = None
+    limit: int | None = None
+
+
+@dataclass
 class ShowVariables(Statement):
     like: str | None = None
     global_: bool = False
@@ -366,6 +374,10 @@ def _classify_show(node: exp.Show, sql: str) -> Statement:
         return ShowFrontends(sql=sql)
     if what == "PROC" and target is not None:
         return ShowProc(path=target, sql=sql)
+    if what == "LOAD":
+        limit_node = node.args.get("limit")
+        limit = int(limit_node.expression.name) if limit_node is not None and limit_node.expression else None
+        return ShowLoad(db=db, where=where, order=node.args.get("order"), limit=limit, sql=sql)
     if what == "VARIABLES":
         return ShowVariables(like=_like(node), global_=bool(node.args.get("global_")), where=where, sql=sql)
     return Other(sql=sql)

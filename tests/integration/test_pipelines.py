@@ -375,3 +375,23 @@ def test_killing_the_engine_mid_statement(galene, db, src):
         n, _ = _exec(conn, "INSERT INTO big SELECT k, v FROM src")
         assert n == 200
     assert galene.query("SELECT COUNT(*) FROM big", db) == [(expected + 200,)]
+
+
+def test_show_load_lists_each_statement(galene, db, src):
+    galene.query("CREATE TABLE sl (k INT NOT NULL, v VARCHAR(3)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1", db)
+    with galene.mysql(db) as conn:
+        _, info = _exec(conn, "INSERT INTO sl WITH LABEL sl_ok SELECT k, 'a' FROM src")
+        _error(conn, "INSERT INTO sl WITH LABEL sl_bad SELECT k, v FROM src")  # too long for VARCHAR(3)
+        _exec(conn, "DELETE FROM sl WHERE k > 100")
+        with conn.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SHOW LOAD WHERE LABEL = 'sl_ok'")
+            (ok,) = cur.fetchall()
+            cur.execute("SHOW LOAD WHERE LABEL LIKE 'sl_%' ORDER BY JobId DESC")
+            both = cur.fetchall()
+            cur.execute(f"SHOW LOAD FROM {db} WHERE Type = 'DELETE'")
+            deletes = cur.fetchall()
+    assert ok["State"] == "FINISHED" and ok["Type"] == "INSERT" and ok["User"] == "root"
+    assert f"'txnId':'{ok['TransactionId']}'" in info
+    assert [r["Label"] for r in both] == ["sl_bad", "sl_ok"]
+    assert both[0]["State"] == "CANCELLED" and "too long" in both[0]["ErrorMsg"]
+    assert len(deletes) == 1 and deletes[0]["State"] == "FINISHED"
