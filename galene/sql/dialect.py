@@ -193,6 +193,21 @@ class Galene(Doris):
             where = self._parse_where()
             return self.expression(AdminCompact(this=table, partitions=partitions, where=where))
 
+        def _parse_partition(self) -> exp.Partition | None:
+            # Doris also writes `t PARTITION p` and `t PARTITIONS (p, …)` (DELETE, SELECT).
+            index = self._index
+            if not self._match_texts(("PARTITION", "PARTITIONS", "SUBPARTITION")):
+                return None
+            sub = self._prev.text.upper() == "SUBPARTITION"
+            if self._match(TokenType.L_PAREN, advance=False):
+                expressions = self._parse_wrapped_csv(self._parse_disjunction)
+            elif self._curr is not None and self._curr.text.upper() != "BY":
+                expressions = [exp.column(self._parse_id_var())]
+            else:
+                self._retreat(index)
+                return None
+            return self.expression(exp.Partition(subpartition=sub, expressions=expressions))
+
         def _parse_show_load(self) -> exp.Expr:
             # SHOW LOAD [FROM db] [WHERE …] [ORDER BY …] [LIMIT n]
             db = self._parse_id_var() if (self._match(TokenType.FROM) or self._match(TokenType.IN)) else None
