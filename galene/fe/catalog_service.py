@@ -251,10 +251,6 @@ class CatalogService:
             if table is None:
                 raise GaleneError(f"table of transaction [{txn_id}] was dropped")
             rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
-            known = {p.id for p in table.partitions}
-            for r in rowsets:
-                if r.partition_id not in known:
-                    raise GaleneError(f"partition [{r.partition_id}] of table {table.name} no longer exists")
             self._log_commit(
                 txn,
                 table,
