@@ -483,7 +483,14 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         deadline = time.monotonic() + opts.timeout_s
 
         t_begin = time.monotonic()
-        txn_id, table = await fe.begin(db, table_name, reply.label, auth[0], auth[1], opts.timeout_s)
+        # Shielded: a cancel that lands while the FE is beginning the txn must still learn its
+        # id, so that the txn is aborted now instead of staying PREPARE until its timeout.
+        begin = asyncio.ensure_future(fe.begin(db, table_name, reply.label, auth[0], auth[1], opts.timeout_s))
+        try:
+            txn_id, table = await asyncio.shield(begin)
+        except asyncio.CancelledError:
+            begin.add_done_callback(lambda f: _abort_late_begin(be, fe, f))
+            raise
         reply.txn_id = txn_id
         reply.begin_txn_time_ms = int((time.monotonic() - t_begin) * 1000)
 
@@ -547,6 +554,14 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
     reply.label = reply.label or new_label()  # a load refused before it began still has one
     reply.load_time_ms = int((time.monotonic() - t0) * 1000)
     return reply
+
+
+def _abort_late_begin(be, fe: FeTxnClient, begin: asyncio.Future) -> None:
+    """A txn the FE began for a load whose client had already gone: abort it."""
+    if begin.cancelled() or begin.exception() is not None:
+        return
+    txn_id, _ = begin.result()
+    _background(_undo(be, fe, txn_id, [], "[CANCELLED]the client closed the connection"))
 
 
 def _load_timeout(opts: LoadOptions) -> LoadError:
