@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from galene.catalog.model import CatalogState
+from galene.catalog.model import JOB_TASK_HISTORY, CatalogState, JobStatistic, JobTask, StreamingJob
 from galene.meta import ops
 
 
@@ -101,6 +101,8 @@ def _(op: ops.CommitTxn, state: CatalogState) -> None:
     txn.load_bytes = op.load_bytes or txn.load_bytes
     txn.rowsets = []
     _bind_sub_labels(state, txn, op.sub_labels)
+    if op.job_progress is not None:
+        _advance_job(state, op.job_progress)
     table = state.tables.get(txn.table_id)
     if table is None:  # dropped while the load ran; its files become orphans for GC
         return
@@ -121,6 +123,37 @@ def _(op: ops.CommitTxn, state: CatalogState) -> None:
         if p.id in touched:
             p.visible_version = op.version
     table.rowsets.extend(op.rowsets)
+
+
+def _advance_job(state: CatalogState, p: ops.JobProgress) -> None:
+    job = state.jobs.get(p.job_id)
+    # A batch planned before an ALTER of the offset never moves it (refused before logging;
+    # checked again here so that no journal, however produced, can restore a stale offset).
+    if job is None or job.offset_generation != p.generation:
+        return
+    job.offset = p.offset
+    if p.end_offset:
+        job.end_offset = p.end_offset
+    _add_statistic(job.statistic, p.statistic)
+    job.succeed_task_count += 1
+    job.error_msg = ""
+    job.runtime_msg = ""
+    if p.task is not None:
+        _record_task(job, p.task)
+
+
+def _add_statistic(total: JobStatistic, delta: JobStatistic) -> None:
+    total.scanned_rows += delta.scanned_rows
+    total.load_bytes += delta.load_bytes
+    total.file_number += delta.file_number
+    total.file_size += delta.file_size
+    total.filtered_rows += delta.filtered_rows
+
+
+def _record_task(job: StreamingJob, task: JobTask) -> None:
+    job.tasks.append(task)
+    if len(job.tasks) > JOB_TASK_HISTORY:
+        del job.tasks[: len(job.tasks) - JOB_TASK_HISTORY]
 
 
 def _retire(state: CatalogState, files: list[str], when: float) -> None:
@@ -226,3 +259,59 @@ def _(op: ops.SetClusterId, state: CatalogState) -> None:
 @_apply.register
 def _(op: ops.SetUserPassword, state: CatalogState) -> None:
     state.users[op.user] = op.password_sha1
+
+
+# --- streaming jobs ----------------------------------------------------------------------------
+@_apply.register
+def _(op: ops.CreateJob, state: CatalogState) -> None:
+    state.jobs[op.job.id] = op.job
+
+
+@_apply.register
+def _(op: ops.DropJob, state: CatalogState) -> None:
+    state.jobs.pop(op.job_id, None)
+
+
+@_apply.register
+def _(op: ops.SetJobStatus, state: CatalogState) -> None:
+    job = state.jobs.get(op.job_id)
+    if job is None:
+        return
+    job.status = op.status  # type: ignore[assignment]
+    job.pause_reason = op.pause_reason  # type: ignore[assignment]
+    job.status_time = op.time
+    if op.error_msg is not None:
+        job.error_msg = op.error_msg
+    if op.runtime_msg is not None:
+        job.runtime_msg = op.runtime_msg
+
+
+@_apply.register
+def _(op: ops.AlterJob, state: CatalogState) -> None:
+    job = state.jobs.get(op.job_id)
+    if job is None:
+        return
+    job.properties.update(op.properties)
+    if op.offset is not None:
+        job.offset = op.offset
+        job.offset_generation += 1
+
+
+@_apply.register
+def _(op: ops.FailJobTask, state: CatalogState) -> None:
+    job = state.jobs.get(op.job_id)
+    if job is None:
+        return
+    if op.task.status == "CANCELED":
+        job.canceled_task_count += 1
+    else:
+        job.failed_task_count += 1
+    _record_task(job, op.task)
+    job.error_msg = op.error_msg
+    job.runtime_msg = op.runtime_msg
+    if job.status in ("RUNNING", "PENDING"):
+        # A failure pauses the job automatically (resumed with backoff); a manual pause that
+        # came first stays manual.
+        job.status = "PAUSED"
+        job.pause_reason = "AUTO"
+        job.status_time = op.time

@@ -169,6 +169,73 @@ class Frontend(msgspec.Struct, kw_only=True):
     role: str = "FOLLOWER"
 
 
+JobStatus = Literal["PENDING", "RUNNING", "PAUSED", "FINISHED"]
+# A streaming job keeps its newest task records (tasks("type"="insert")), at most this many:
+# applied by the ops themselves, so the bound is part of the deterministic state.
+JOB_TASK_HISTORY = 100
+
+
+class JobStatistic(msgspec.Struct, kw_only=True, gc=False):
+    """Doris' LoadStatistic of a streaming job (or of one task): sums over committed batches."""
+
+    scanned_rows: int = 0
+    load_bytes: int = 0
+    file_number: int = 0
+    file_size: int = 0
+    filtered_rows: int = 0
+
+
+class JobTask(msgspec.Struct, kw_only=True, gc=False):
+    """One finished task of a streaming job: one batch of files, one transaction."""
+
+    task_id: int
+    label: str = ""
+    status: Literal["SUCCESS", "FAILED", "CANCELED"] = "SUCCESS"
+    error_msg: str = ""
+    create_time: float = 0.0
+    start_time: float = 0.0
+    finish_time: float = 0.0
+    statistic: JobStatistic = msgspec.field(default_factory=JobStatistic)
+    offset_from: str = ""  # the job's offset when the task began (files after it)
+    offset_to: str = ""  # the last file of the batch
+    txn_id: int = 0
+    user: str = ""
+
+
+class StreamingJob(msgspec.Struct, kw_only=True):
+    """`CREATE JOB … ON STREAMING DO INSERT INTO … SELECT … FROM S3(…)` and its progress.
+
+    `offset` is the last file (object key, or path for file://) whose rows are committed; new
+    files are those whose names sort after it. It moves only in the CommitTxn op that commits
+    the batch's rows (`ops.JobProgress`), together with `statistic`, so data, offset and
+    statistics can never disagree after a restart from any image and journal tail.
+    `offset_generation` is bumped by every ALTER of the offset: a batch planned from an older
+    generation is refused at commit and ignored by apply, so it cannot restore a stale offset.
+    """
+
+    id: int
+    name: str
+    db_id: int
+    definer: str = ""
+    execute_sql: str = ""  # the `INSERT INTO … SELECT …` after DO, as written
+    comment: str = ""
+    properties: dict[str, str] = msgspec.field(default_factory=dict)
+    create_time: float = 0.0
+    status: JobStatus = "PENDING"
+    offset: str = ""  # "" = from the first file
+    offset_generation: int = 0
+    end_offset: str = ""  # the newest file the last committed batch's listing saw
+    statistic: JobStatistic = msgspec.field(default_factory=JobStatistic)
+    succeed_task_count: int = 0
+    failed_task_count: int = 0
+    canceled_task_count: int = 0
+    error_msg: str = ""  # why the last task failed (kept while PAUSED)
+    runtime_msg: str = ""  # what the operator should know (why it paused, what it waits for)
+    pause_reason: Literal["", "MANUAL", "AUTO"] = ""  # AUTO: a failure; resumed with backoff
+    status_time: float = 0.0  # when the status last changed
+    tasks: list[JobTask] = msgspec.field(default_factory=list)  # newest last, JOB_TASK_HISTORY at most
+
+
 class CatalogState(msgspec.Struct, kw_only=True):
     """All FE metadata. Equality of two states is equality of every field."""
 
@@ -187,3 +254,5 @@ class CatalogState(msgspec.Struct, kw_only=True):
     # time they were replaced. GC keeps them for gc_grace_seconds after that (a query that
     # started before the replacement may still read them), then deletes them.
     retired_files: dict[str, float] = msgspec.field(default_factory=dict)
+    # Streaming jobs (`CREATE JOB … ON STREAMING`) by id; names are unique across databases.
+    jobs: dict[int, StreamingJob] = msgspec.field(default_factory=dict)

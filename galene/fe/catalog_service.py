@@ -15,7 +15,7 @@ from collections import Counter
 
 import msgspec
 
-from galene.catalog.model import Backend, CatalogState, Database, Rowset, Table, Txn
+from galene.catalog.model import Backend, CatalogState, Database, JobTask, Rowset, StreamingJob, Table, Txn
 from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
 from galene.meta import ops
 from galene.meta.store import MetaStore
@@ -242,14 +242,20 @@ class CatalogService:
         num_rows: int = 0,
         load_bytes: int = 0,
         replace_partitions: list[int] | None = None,
+        job_progress: ops.JobProgress | None = None,
     ) -> Txn:
         """Commit and publish. `replace_partitions` (INSERT OVERWRITE, TRUNCATE, a rewriting
-        DELETE): every rowset those partitions had is replaced by `rowsets` in the same op."""
+        DELETE): every rowset those partitions had is replaced by `rowsets` in the same op.
+        `job_progress` (a streaming job's batch): the job's offset and statistics advance in
+        the same op, and only if the job is still where the batch started (else nothing is
+        committed: the caller aborts and the batch is read again from the job's offset)."""
         with self.lock:
             txn = self._live_txn(txn_id, ("PREPARE", "PRECOMMITTED"))
             table = self.state.tables.get(txn.table_id)
             if table is None:
                 raise GaleneError(f"table of transaction [{txn_id}] was dropped")
+            if job_progress is not None:
+                self._check_job_progress(job_progress)
             rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
             self._log_commit(
                 txn,
@@ -258,8 +264,21 @@ class CatalogService:
                 num_rows=num_rows,
                 load_bytes=load_bytes,
                 replace_partitions=replace_partitions or [],
+                job_progress=job_progress,
             )
             return txn
+
+    def _check_job_progress(self, p: ops.JobProgress) -> None:
+        job = self.state.jobs.get(p.job_id)
+        if job is None:
+            raise GaleneError(f"streaming job [{p.job_id}] was dropped while its task ran")
+        if job.status != "RUNNING":
+            raise GaleneError(f"streaming job [{job.name}] is {job.status} now; its task's batch is not committed")
+        if job.offset_generation != p.generation or job.offset != p.prev_offset:
+            raise GaleneError(
+                f"streaming job [{job.name}] offset moved while its task ran (now {job.offset!r}, "
+                f"the task started after {p.prev_offset!r}); its batch is not committed"
+            )
 
     def _log_commit(
         self,
@@ -271,6 +290,7 @@ class CatalogService:
         load_bytes: int,
         sub_labels=(),
         replace_partitions: list[int] | None = None,
+        job_progress: ops.JobProgress | None = None,
     ) -> None:
         """Log the commit op: the rowsets become visible at the table's next version atomically."""
         version = table.visible_version + 1
@@ -287,6 +307,7 @@ class CatalogService:
                 load_bytes=load_bytes,
                 sub_labels=list(sub_labels),
                 replace_partitions=list(replace_partitions or []),
+                job_progress=job_progress,
             )
         )
 
@@ -555,4 +576,103 @@ class CatalogService:
             if not set(removed) <= present:
                 return False
             self.store.log(ops.CompactRowsets(table_id=table_id, removed=list(removed), added=list(added), time=time.time()))
+            return True
+
+    # --- streaming jobs (galene/fe/jobs.py runs them) ------------------------------------------
+    def job(self, name: str) -> StreamingJob | None:
+        for job in self.state.jobs.values():
+            if job.name == name:
+                return job
+        return None
+
+    def _job(self, name: str) -> StreamingJob:
+        job = self.job(name)
+        if job is None:
+            raise AnalysisError(f"Job [{name}] does not exist")  # Doris' JobManager text
+        return job
+
+    def create_job(self, build_job) -> StreamingJob:
+        """`build_job(job_id, now)` returns the StreamingJob (validated by the caller)."""
+        with self.lock:
+            alloc, high = self._allocator()
+            job = build_job(alloc(), time.time())
+            if self.job(job.name) is not None:
+                raise AnalysisError(f"job name exist, jobName:{job.name}")
+            self.store.log(ops.CreateJob(job=job, next_id=high()))
+            return job
+
+    def drop_job(self, name: str, if_exists: bool = False) -> StreamingJob | None:
+        with self.lock:
+            job = self.job(name)
+            if job is None:
+                if if_exists:
+                    return None
+                raise AnalysisError(f"Job [{name}] does not exist")
+            self.store.log(ops.DropJob(job_id=job.id))
+            return job
+
+    def pause_job(self, name: str) -> StreamingJob:
+        """PAUSE JOB: a manual pause, which nothing resumes but RESUME JOB."""
+        with self.lock:
+            job = self._job(name)
+            if job.status == "FINISHED" or (job.status == "PAUSED" and job.pause_reason == "MANUAL"):
+                raise AnalysisError(f"Can't pause job {name}, job status is {job.status}")
+            self.store.log(
+                ops.SetJobStatus(
+                    job_id=job.id,
+                    status="PAUSED",
+                    pause_reason="MANUAL",
+                    runtime_msg="paused by user",
+                    time=time.time(),
+                )
+            )
+            return job
+
+    def resume_job(self, name: str) -> StreamingJob:
+        with self.lock:
+            job = self._job(name)
+            if job.status != "PAUSED":
+                raise AnalysisError(f"Can't resume job {name}, job status is {job.status}, only PAUSED job can be resumed")
+            self.store.log(
+                ops.SetJobStatus(job_id=job.id, status="RUNNING", error_msg="", runtime_msg="", time=time.time())
+            )
+            return job
+
+    def auto_resume_job(self, job_id: int, runtime_msg: str = "") -> bool:
+        """Resume a job that a failure paused (never one the user paused). False if it is not."""
+        with self.lock:
+            job = self.state.jobs.get(job_id)
+            if job is None or job.status != "PAUSED" or job.pause_reason != "AUTO":
+                return False
+            self.store.log(
+                ops.SetJobStatus(job_id=job_id, status="RUNNING", runtime_msg=runtime_msg, time=time.time())
+            )
+            return True
+
+    def start_job(self, job_id: int) -> bool:
+        """PENDING -> RUNNING when the runner takes the job up."""
+        with self.lock:
+            job = self.state.jobs.get(job_id)
+            if job is None or job.status != "PENDING":
+                return False
+            self.store.log(ops.SetJobStatus(job_id=job_id, status="RUNNING", time=time.time()))
+            return True
+
+    def alter_job(self, name: str, properties: dict[str, str], offset: str | None) -> StreamingJob:
+        with self.lock:
+            job = self._job(name)
+            if job.status != "PAUSED":
+                raise AnalysisError(f"Only PAUSED job can be altered, job {name} is {job.status}")
+            self.store.log(ops.AlterJob(job_id=job.id, properties=dict(properties), offset=offset, time=time.time()))
+            return job
+
+    def fail_job_task(self, job_id: int, task: JobTask, error_msg: str, runtime_msg: str = "") -> bool:
+        with self.lock:
+            if job_id not in self.state.jobs:
+                return False
+            self.store.log(
+                ops.FailJobTask(
+                    job_id=job_id, task=task, error_msg=error_msg[:4096], runtime_msg=runtime_msg[:1024], time=time.time()
+                )
+            )
             return True

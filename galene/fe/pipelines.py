@@ -21,7 +21,9 @@ import itertools
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 from sqlglot import exp
@@ -56,6 +58,9 @@ class Target:
     timeout_s: int = 14400
     load_type: str = "INSERT"  # SHOW LOAD's Type
     user: str = ""
+    # A streaming job's batch (galene/fe/jobs.py): builds the job's step from the write's
+    # result; the commit op carries it, so offset, statistics and rows commit together.
+    job_progress: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -154,6 +159,7 @@ class Pipelines:
                 result.rowsets,
                 num_rows=result.num_loaded,
                 replace_partitions=target.replace_partitions,
+                job_progress=target.job_progress(result) if target.job_progress else None,
             )
         except BaseException as e:
             reason = getattr(e, "message", None) or f"{type(e).__name__}: {e}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from galene.catalog.model import Backend, Database, Rowset, Table, Txn
+from galene.catalog.model import Backend, Database, JobStatistic, JobTask, Rowset, StreamingJob, Table, Txn
 
 
 class _Op(msgspec.Struct, tag=True, kw_only=True):
@@ -60,6 +60,22 @@ class PrecommitTxn(_Op):
     load_bytes: int = 0
 
 
+class JobProgress(msgspec.Struct, kw_only=True):
+    """A streaming job's step, carried by the CommitTxn op of the batch it describes.
+
+    Applied only while the job's `offset_generation` still equals `generation` (an ALTER of
+    the offset bumps it), so a batch planned before an ALTER can never move the offset back.
+    """
+
+    job_id: int
+    generation: int
+    prev_offset: str  # the offset the batch started after (checked before logging)
+    offset: str  # the batch's last file: the job's new offset
+    end_offset: str = ""
+    statistic: JobStatistic = msgspec.field(default_factory=JobStatistic)  # this batch's counts
+    task: JobTask | None = None
+
+
 class CommitTxn(_Op):
     """Commit and publish: the rowsets become visible at `version` atomically."""
 
@@ -75,6 +91,8 @@ class CommitTxn(_Op):
     # INSERT OVERWRITE / TRUNCATE / copy-on-write DELETE: every rowset these partitions had
     # before this commit is replaced by `rowsets` (atomically, at `version`).
     replace_partitions: list[int] = msgspec.field(default_factory=list)
+    # A streaming job's batch: its offset and statistics advance with this commit, atomically.
+    job_progress: JobProgress | None = None
 
 
 class CompactRowsets(_Op):
@@ -135,6 +153,45 @@ class SetUserPassword(_Op):
     password_sha1: str  # hex of SHA1(SHA1(password)) as MySQL stores it; "" = empty password
 
 
+class CreateJob(_Op):
+    job: StreamingJob
+
+
+class DropJob(_Op):
+    job_id: int
+
+
+class SetJobStatus(_Op):
+    """PENDING -> RUNNING, PAUSE (manual), RESUME (manual or automatic after a failure)."""
+
+    job_id: int
+    status: str
+    pause_reason: str = ""
+    error_msg: str | None = None  # None: unchanged
+    runtime_msg: str | None = None
+    time: float = 0.0
+
+
+class AlterJob(_Op):
+    """ALTER JOB … PROPERTIES (only while PAUSED). A new offset bumps the offset generation."""
+
+    job_id: int
+    properties: dict[str, str]
+    offset: str | None = None
+    time: float = 0.0
+
+
+class FailJobTask(_Op):
+    """A task of a streaming job failed: recorded, and the job pauses (automatic pause, resumed
+    with backoff) unless the user paused it meanwhile. The offset does not move."""
+
+    job_id: int
+    task: JobTask
+    error_msg: str
+    runtime_msg: str = ""
+    time: float = 0.0
+
+
 Op = (
     CreateDb
     | DropDb
@@ -155,6 +212,11 @@ Op = (
     | SetUserPassword
     | CompactRowsets
     | PurgeRetiredFiles
+    | CreateJob
+    | DropJob
+    | SetJobStatus
+    | AlterJob
+    | FailJobTask
 )
 
 _encoder = msgspec.msgpack.Encoder()

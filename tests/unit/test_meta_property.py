@@ -16,7 +16,18 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from galene.catalog.model import Backend, Column, Database, Partition, Rowset, Table, Txn
+from galene.catalog.model import (
+    Backend,
+    Column,
+    Database,
+    JobStatistic,
+    JobTask,
+    Partition,
+    Rowset,
+    StreamingJob,
+    Table,
+    Txn,
+)
 from galene.common.types import ColumnType
 from galene.meta import ops
 from galene.meta.store import MetaStore
@@ -24,6 +35,15 @@ from galene.meta.store import MetaStore
 names = st.sampled_from(["a", "b", "c", "d", "e"])
 text = st.text(max_size=6)
 times = st.floats(min_value=0, max_value=2e9, allow_nan=False)
+file_names = st.sampled_from(["", "p/f1.csv", "p/f2.csv", "p/f3.csv"])
+statistics = st.builds(
+    JobStatistic,
+    scanned_rows=st.integers(0, 10**6),
+    load_bytes=st.integers(0, 10**9),
+    file_number=st.integers(0, 100),
+    file_size=st.integers(0, 10**9),
+    filtered_rows=st.integers(0, 100),
+)
 column_types = st.sampled_from(
     [
         ColumnType(name="INT"),
@@ -192,6 +212,21 @@ class MetaStoreMachine(RuleBasedStateMachine):
                         data_size=rows * 8,
                     )
                 )
+        # A streaming job's batch: offset and statistics ride on the commit; sometimes with a
+        # stale generation (a batch planned before an ALTER), which apply must ignore.
+        progress = None
+        if self.state.jobs and data.draw(st.booleans()):
+            job = self.state.jobs[data.draw(st.sampled_from(sorted(self.state.jobs)))]
+            stale = data.draw(st.booleans())
+            progress = ops.JobProgress(
+                job_id=job.id,
+                generation=job.offset_generation - 1 if stale else job.offset_generation,
+                prev_offset=job.offset,
+                offset=data.draw(file_names),
+                end_offset=data.draw(file_names),
+                statistic=data.draw(statistics),
+                task=JobTask(task_id=txn.id, label=txn.label, txn_id=txn.id, statistic=data.draw(statistics)),
+            )
         self.store.log(
             ops.CommitTxn(
                 txn_id=txn.id,
@@ -201,6 +236,7 @@ class MetaStoreMachine(RuleBasedStateMachine):
                 num_rows=rows,
                 load_bytes=rows * 8,
                 sub_labels=sub_labels,
+                job_progress=progress,
             )
         )
 
@@ -216,6 +252,56 @@ class MetaStoreMachine(RuleBasedStateMachine):
         done = self.txns_in("VISIBLE", "ABORTED")
         chosen = data.draw(st.lists(st.sampled_from(done), min_size=1, unique=True))
         self.store.log(ops.ExpireTxns(txn_ids=chosen))
+
+    # --- streaming jobs -----------------------------------------------------------------
+    @precondition(lambda self: self.state.databases)
+    @rule(data=st.data(), name=names, t=times, props=st.dictionaries(names, text, max_size=2))
+    def create_job(self, data, name, t, props):
+        if any(j.name == name for j in self.state.jobs.values()):
+            return
+        job_id = self.alloc()
+        db_id = data.draw(st.sampled_from(sorted(self.state.databases)))
+        job = StreamingJob(
+            id=job_id, name=name, db_id=db_id, execute_sql="INSERT INTO t SELECT * FROM S3()",
+            properties=props, create_time=t, offset=data.draw(file_names),
+        )  # fmt: skip
+        self.store.log(ops.CreateJob(job=job, next_id=job_id + 1))
+
+    def pick_job(self, data) -> StreamingJob:
+        return self.state.jobs[data.draw(st.sampled_from(sorted(self.state.jobs)))]
+
+    @precondition(lambda self: self.state.jobs)
+    @rule(data=st.data())
+    def drop_job(self, data):
+        self.store.log(ops.DropJob(job_id=self.pick_job(data).id))
+
+    @precondition(lambda self: self.state.jobs)
+    @rule(
+        data=st.data(),
+        status=st.sampled_from(["RUNNING", "PAUSED", "FINISHED"]),
+        reason=st.sampled_from(["", "MANUAL", "AUTO"]),
+        msg=st.none() | text,
+        t=times,
+    )
+    def set_job_status(self, data, status, reason, msg, t):
+        job = self.pick_job(data)
+        self.store.log(
+            ops.SetJobStatus(job_id=job.id, status=status, pause_reason=reason, error_msg=msg, runtime_msg=msg, time=t)
+        )
+
+    @precondition(lambda self: self.state.jobs)
+    @rule(data=st.data(), props=st.dictionaries(names, text, max_size=2), t=times)
+    def alter_job(self, data, props, t):
+        job = self.pick_job(data)
+        offset = data.draw(st.none() | file_names)
+        self.store.log(ops.AlterJob(job_id=job.id, properties=props, offset=offset, time=t))
+
+    @precondition(lambda self: self.state.jobs)
+    @rule(data=st.data(), msg=text, t=times, status=st.sampled_from(["FAILED", "CANCELED"]))
+    def fail_job_task(self, data, msg, t, status):
+        job = self.pick_job(data)
+        task = JobTask(task_id=self.alloc(), status=status, error_msg=msg, offset_from=job.offset, create_time=t)
+        self.store.log(ops.FailJobTask(job_id=job.id, task=task, error_msg=msg, runtime_msg=msg, time=t))
 
     # --- backends -----------------------------------------------------------------------
     @rule(port=st.integers(9000, 9100), tags=st.dictionaries(names, text, max_size=2), t=times)
