@@ -182,7 +182,6 @@ class CompactionService:
         self._idle: dict[int, tuple[int, int]] = {}  # table id -> (version, rowsets) with nothing to do
         self._jobs = itertools.count(1)
         self._paths = itertools.count(1)
-        self._tag: str | None = None
         self._task: asyncio.Task | None = None
         self._manual: set[asyncio.Task] = set()
 
@@ -211,17 +210,22 @@ class CompactionService:
             try:
                 pick = self._pick_background()
                 if pick is not None:
-                    table_id, tablet_ids = pick
-                    await self.compact(table_id, tablet_ids, "cumulative", manual=False)
+                    table_id, tablet_ids, state = pick
+                    outcome = await self.compact(table_id, tablet_ids, "cumulative", manual=False)
+                    if outcome.error:
+                        # Not again until the table changes: a job that fails (a damaged file,
+                        # an engine error) would otherwise hold the engine every tick.
+                        self._idle[table_id] = state
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("background compaction failed")
 
-    def _pick_background(self) -> tuple[int, list[int]] | None:
-        """The table whose tablets have the most rowsets waiting, and those tablets."""
+    def _pick_background(self) -> tuple[int, list[int], tuple[int, int]] | None:
+        """The table whose tablets have the most rowsets waiting, those tablets, and the
+        table's (version, rowset count) when picked."""
         min_deltas = max(2, self.cfg.cumulative_compaction_min_deltas)
-        best: tuple[int, int, list[int]] | None = None
+        best: tuple[int, int, list[int], tuple[int, int]] | None = None
         for table in list(self.fe.state.tables.values()):
             n = len(table.rowsets)
             if n < min_deltas or _truthy(table.properties.get("disable_auto_compaction")):
@@ -238,8 +242,8 @@ class CompactionService:
                 self._idle[table.id] = (table.visible_version, n)
                 continue
             if best is None or score > best[0]:
-                best = (score, table.id, tablets[:MAX_TABLETS_PER_JOB])
-        return None if best is None else (best[1], best[2])
+                best = (score, table.id, tablets[:MAX_TABLETS_PER_JOB], (table.visible_version, n))
+        return None if best is None else best[1:]
 
     # --- one compaction ---------------------------------------------------------------
     async def compact(self, table_id: int, tablet_ids: Iterable[int] | None, kind: str, *, manual: bool) -> Outcome:
