@@ -126,12 +126,16 @@ class SailServer:
         proc = self._proc
         return proc is not None and proc.poll() is None
 
-    def exit_reason(self) -> str | None:
-        """How the current server ended ('killed by signal SIGKILL'), None while it runs."""
+    def exit_reason(self, wait_s: float = 0.0) -> str | None:
+        """How the current server ended ('killed by signal SIGKILL'), None while it runs
+        (after waiting up to `wait_s` for it to end)."""
         proc = self._proc
         if proc is None:
             return self.last_exit
-        code = proc.poll()
+        try:
+            code = proc.wait(wait_s) if wait_s > 0 else proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
         return None if code is None else describe_exit(code)
 
     # --- lifecycle ------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import threading
 
@@ -53,6 +54,8 @@ DEFAULT_CONF: dict[str, str] = {
 _CONNECT_CONF_PREFIX = "spark.sql."
 
 ENGINES = ("spark", "sail")
+# How long an engine whose connection dropped may take to be seen as exited (for the message).
+_DEATH_WAIT_S = 5.0
 
 
 def _local_server_retry_policy(server):
@@ -161,16 +164,19 @@ class SparkEngine:
         """Why the engine is gone, as far as the FE can tell ('killed by signal SIGKILL')."""
         from galene.engine.sail import describe_exit
 
+        # A dropped connection is often seen before the dying process is reaped: wait a little.
         if self._sail is not None:
-            reason = self._sail.exit_reason()
+            reason = self._sail.exit_reason(wait_s=_DEATH_WAIT_S)
             return f"the Sail server {reason}" if reason else "the Sail server stopped answering"
         if not self.is_connect:
             from pyspark import SparkContext
 
             proc = getattr(SparkContext._gateway, "proc", None)
-            code = proc.poll() if proc is not None else None
-            if code is not None:
-                return f"the Spark JVM {describe_exit(code)}"
+            if proc is not None:
+                try:
+                    return f"the Spark JVM {describe_exit(proc.wait(_DEATH_WAIT_S))}"
+                except subprocess.TimeoutExpired:
+                    pass
         return "the Spark driver stopped answering"
 
     def stop(self) -> None:
@@ -221,7 +227,8 @@ class SparkEngine:
             for k, v in self.conf.items():
                 if k.startswith(_CONNECT_CONF_PREFIX):
                     builder = builder.config(k, v)
-            return builder.getOrCreate()
+            # create(), not getOrCreate(): always a session of our own, never another's default.
+            return builder.create()
         builder = builder.master(self.master)
         for k, v in self.conf.items():
             builder = builder.config(k, v)
