@@ -247,7 +247,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_sail_server_killed_mid_query(both):
-    """Runs last in the module: it replaces the Sail server."""
+    """Runs after the comparisons: it replaces the Sail server."""
     _, sail_node, db = both
     pid = _sail_server_pid(sail_node)
     busy_from = _cpu_seconds(pid)
@@ -284,6 +284,29 @@ def test_sail_server_killed_mid_query(both):
     # The next query runs on a new server and sees the same data.
     assert sail_node.query("SELECT count(*) FROM orders", db) == [(ORDERS_ROWS,)]
     assert _sail_server_pid(sail_node) != pid
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, not yet reaped
+
+
+def test_sail_server_dies_with_its_fe(both):
+    """SIGKILL of the FE takes its Sail server with it (PR_SET_PDEATHSIG); the FE the supervisor
+    starts again runs a new one."""
+    _, sail_node, db = both
+    fe, server = sail_node.role_pid("fe"), _sail_server_pid(sail_node)
+    os.kill(fe, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while not _gone(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(server), "the Sail server outlived its FE"
+    sail_node.wait_ready(180)
+    assert sail_node.query("SELECT count(*) FROM orders", db) == [(ORDERS_ROWS,)]
+    assert sail_node.role_pid("fe") != fe and _sail_server_pid(sail_node) != server
 
 
 # --- a standalone Apache Spark cluster --------------------------------------------------
