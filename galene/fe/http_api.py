@@ -27,7 +27,7 @@ from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
-from galene.net.server import read_json_object, tasks_dump_handler
+from galene.net.server import read_json_object, tasks_dump_text
 from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,12 @@ class FeHttpApi:
     def __init__(self, fe):
         self.fe = fe
 
+    async def tasks_dump(self, request: web.Request) -> web.Response:
+        """GET /api/_tasks: the asyncio tasks and threads, then each running streaming-job task's
+        stage and how long it has waited in it."""
+        text = tasks_dump_text() + self.fe.jobs.describe_running()
+        return web.Response(text=text, content_type="text/plain")
+
     def routes(self) -> list:
         sl = self.stream_load_entry
         return [
@@ -80,7 +86,7 @@ class FeHttpApi:
             web.get("/api/health", self.health),
             web.get("/api/bootstrap", self.health),
             web.get("/metrics", self.metrics),
-            web.get("/api/_tasks", tasks_dump_handler),
+            web.get("/api/_tasks", self.tasks_dump),
             web.get("/dump", self.dump),
             web.get("/api/_journal", self.journal),
             web.post("/api/_gc", self.gc),

@@ -3,7 +3,7 @@
 `FeServer.start()` recovers metadata (newest valid image + journal tail), starts the HTTP
 API and the MySQL endpoint, starts warming the Spark session in the background (queries
 wait for it; DDL and loads do not), and runs the heartbeat, transaction-timeout,
-storage-GC and compaction loops.
+storage-GC and compaction loops and the streaming-job runner.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from galene.fe.backends import BackendMonitor
 from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import CompactionService
 from galene.fe.http_api import FeHttpApi
+from galene.fe.jobs import JobRunner
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
@@ -66,6 +67,7 @@ class FeServer:
         self._tasks: list[asyncio.Task] = []
         self.fs, self.root = filesystem_for(cfg.storage_uri)
         self.compaction = CompactionService(self)
+        self.jobs = JobRunner(self)  # streaming jobs (CREATE JOB … ON STREAMING)
 
     @property
     def state(self):
@@ -123,11 +125,13 @@ class FeServer:
         self.backends.start()
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
         self.compaction.start()
+        self.jobs.start()
         log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
 
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
+        await self.jobs.stop()
         await self.compaction.stop()
         await self.backends.stop()
         if self.mysql is not None:

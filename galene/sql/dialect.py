@@ -3,7 +3,9 @@
 Owns tokenizing, parsing and re-generating Doris SQL. Off-the-shelf sqlglot (30.x) fails on
 aggregate column suffixes, LARGEINT/…V2/V3 type names, `VALUES LESS THAN MAXVALUE`,
 `BUCKETS AUTO` (it drops it), `AGGREGATE KEY`, `DESC t ALL`, `SHOW BACKENDS|FRONTENDS|PROC`,
-`ALTER SYSTEM … BACKEND`, `INSERT … WITH LABEL`, `ADMIN COMPACT TABLE` and `SHOW TABLETS`;
+`ALTER SYSTEM … BACKEND`, `INSERT … WITH LABEL`, `ADMIN COMPACT TABLE`, `SHOW TABLETS` and the
+streaming-job statements (`CREATE JOB … ON STREAMING DO INSERT …`, `ALTER JOB`, `PAUSE | RESUME |
+DROP JOB WHERE …`);
 this module adds them as parser rules and a few custom expression nodes (defined here, each
 with its generator rule so a parsed statement prints back as Doris SQL). Nothing here
 interprets a statement: classification is `galene.sql.statements`, table semantics are
@@ -102,6 +104,33 @@ class ShowTablets(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False}
 
 
+class CreateJob(exp.Expression):
+    """`CREATE JOB name [PROPERTIES (…)] ON STREAMING [COMMENT '…'] DO <INSERT …>`.
+
+    this = Identifier, properties = list of Property, comment = Literal, expression = Insert;
+    meta["do_sql"] is the statement after DO as written (kept as the job's ExecuteSql).
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "properties": False,
+        "comment": False,
+        "expression": True,
+    }
+
+
+class JobControl(exp.Expression):
+    """`PAUSE | RESUME | DROP JOB [IF EXISTS] WHERE jobname = '…'`: this = the action."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "where": False, "exists": False}
+
+
+class AlterJob(exp.Expression):
+    """`ALTER JOB name PROPERTIES (…)`: this = Identifier, properties = list of Property."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": True}
+
+
 def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:
     def build(args: list[exp.Expr]) -> exp.Expr:
         return node(this=args[0], expression=args[1] if len(args) > 1 else None, unit=exp.var(unit))
@@ -172,7 +201,58 @@ class Galene(Doris):
             ):
                 self._advance(2)
                 return self._parse_admin_compact()
+            # Doris' streaming jobs: CREATE/ALTER/PAUSE/RESUME/DROP JOB.
+            if (
+                self._curr is not None
+                and self._next is not None
+                and self._next.text.upper() == "JOB"
+                and self._curr.text.upper() in ("CREATE", "ALTER", "PAUSE", "RESUME", "DROP")
+            ):
+                action = self._curr.text.upper()
+                self._advance(2)
+                if action == "CREATE":
+                    return self._parse_create_job()
+                if action == "ALTER":
+                    return self._parse_alter_job()
+                return self._parse_job_control(action)
             return super()._parse_statement()
+
+        def _parse_job_properties(self) -> list[exp.Expr]:
+            props: list[exp.Expr] = []
+            for item in self._parse_wrapped_properties():
+                props.extend(item) if isinstance(item, list) else props.append(item)
+            return props
+
+        def _parse_create_job(self) -> exp.Expr:
+            name = self._parse_id_var()
+            if name is None:
+                self.raise_error("Expected a job name after CREATE JOB")
+            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
+            if not self._match_text_seq("ON", "STREAMING"):
+                self.raise_error("Expected ON STREAMING (Galene serves streaming jobs)")
+            comment = self._parse_string() if self._match(TokenType.COMMENT) else None
+            if not self._match_text_seq("DO"):
+                self.raise_error("Expected DO <INSERT statement>")
+            start = self._curr
+            body = super()._parse_statement()
+            if not isinstance(body, exp.Insert) or start is None:
+                self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
+            node = self.expression(CreateJob(this=name, properties=properties, comment=comment, expression=body))
+            node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
+            return node
+
+        def _parse_alter_job(self) -> exp.Expr:
+            name = self._parse_id_var()
+            if name is None or not self._match_text_seq("PROPERTIES"):
+                self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
+            return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
+
+        def _parse_job_control(self, action: str) -> exp.Expr:
+            exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
+            where = self._parse_where()
+            if where is None:
+                self.raise_error(f"Expected WHERE jobname = '…' after {action} JOB")
+            return self.expression(JobControl(this=action, where=where, exists=exists))
 
         def _parse_partition_names(self) -> list[exp.Expr]:
             """`PARTITION p`, `PARTITION (p, …)` or `PARTITIONS (p, …)`; [] when absent."""
@@ -426,7 +506,24 @@ class Galene(Doris):
                 f"ADMIN COMPACT TABLE {self.sql(e, 'this')}{self._partition_names_sql(e)}{self.sql(e, 'where')}"
             ),
             ShowTablets: lambda self, e: f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}",
+            CreateJob: lambda self, e: self._create_job_sql(e),
+            AlterJob: lambda self, e: (
+                f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
+            ),
+            JobControl: lambda self, e: (
+                f"{e.name} JOB{' IF EXISTS' if e.args.get('exists') else ''}{self.sql(e, 'where')}"
+            ),
         }
+
+        def _create_job_sql(self, e: CreateJob) -> str:
+            props = _property_pairs(e)
+            sql = f"CREATE JOB {self.sql(e, 'this')}"
+            if props:
+                sql += f" PROPERTIES ({', '.join(self.sql(p) for p in props)})"
+            sql += " ON STREAMING"
+            if e.args.get("comment") is not None:
+                sql += f" COMMENT {self.sql(e, 'comment')}"
+            return f"{sql} DO {self.sql(e, 'expression')}"
 
         def _partition_names_sql(self, e: exp.Expr) -> str:
             names = e.args.get("partitions") or []

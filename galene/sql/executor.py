@@ -24,6 +24,7 @@ from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines
+from galene.fe.table_functions import TableFunctionViews
 from galene.sql import show
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
@@ -106,7 +107,10 @@ class SqlExecutor:
     # --- tables ---------------------------------------------------------------------
     async def _do_CreateTable(self, s, ctx):
         if s.query is not None:
-            return await self.pipelines.create_table_as_select(s, ctx)
+            functions = TableFunctionViews(self.fe)  # CREATE TABLE … AS SELECT … FROM S3(…)
+            await functions.prepare(s.query)
+            async with functions.active():
+                return await self.pipelines.create_table_as_select(s, ctx)
         if s.like is not None:
             return await self.pipelines.create_table_like(s, ctx)
         db_name = self._db_name(s.db, ctx)
@@ -327,11 +331,60 @@ class SqlExecutor:
                 bound[key] = view
             return bound[key]
 
-        spark_sql = to_spark_sql(expr, resolve)
+        # S3(…), jobs(…), tasks(…): planned on the FE, read as engine views (fe/table_functions.py).
+        functions = TableFunctionViews(self.fe)
+        await functions.prepare(expr)
+        with functions.resolving():
+            spark_sql = to_spark_sql(expr, resolve)
         await self.fe.wait_engine()
         from galene.engine.query import run_query
 
-        return await self._blocking(run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri)
+        return await self._blocking(
+            functions.run, run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri
+        )
+
+    # --- streaming jobs (galene/fe/jobs.py runs them) -----------------------------------
+    async def _do_CreateJob(self, s, ctx):
+        from galene.catalog.model import StreamingJob
+        from galene.fe import jobs as jb
+        from galene.storage.objectstore import parse_source
+
+        db_name, table = self._table(s.insert.db, s.insert.table, ctx)
+        ins.target_columns(table, s.insert.columns)
+        props = jb.check_properties(s.properties)
+        parse_source(jb.source_properties(s.insert))  # a bad uri/format/timeout fails here
+        db = self.fe.catalog.db(db_name)
+
+        def build(job_id, now):
+            return StreamingJob(
+                id=job_id, name=s.name, db_id=db.id, definer=ctx.user, execute_sql=s.do_sql, comment=s.comment,
+                properties=props, create_time=now, offset=props.get("offset", ""), status_time=now,
+            )  # fmt: skip
+
+        await self._blocking(self.fe.catalog.create_job, build)
+        self.fe.jobs.poke()
+        return StatementResult()
+
+    async def _do_JobControl(self, s, ctx):
+        catalog = self.fe.catalog
+        if s.action == "PAUSE":
+            job = await self._blocking(catalog.pause_job, s.name)
+            self.fe.jobs.cancel(job.id)
+        elif s.action == "RESUME":
+            job = await self._blocking(catalog.resume_job, s.name)
+            self.fe.jobs.poke(job.id)
+        else:
+            job = await self._blocking(catalog.drop_job, s.name, s.if_exists)
+            if job is not None:
+                self.fe.jobs.cancel(job.id)
+        return StatementResult()
+
+    async def _do_AlterJob(self, s, ctx):
+        from galene.fe import jobs as jb
+
+        props = jb.check_properties(s.properties)
+        await self._blocking(self.fe.catalog.alter_job, s.name, props, props.get("offset"))
+        return StatementResult()
 
     # --- pipelines: engine jobs that write tablets -------------------------------------
     async def _do_Update(self, s, ctx):
@@ -348,7 +401,10 @@ class SqlExecutor:
         """INSERT … SELECT and INSERT OVERWRITE are engine jobs (fe/pipelines.py); INSERT …
         VALUES goes to a BE as one stream load (fe/insert.py), group commit included."""
         if s.overwrite or s.query is not None:
-            return await self.pipelines.insert(s, ctx)
+            functions = TableFunctionViews(self.fe)  # INSERT … SELECT … FROM S3(…)
+            await functions.prepare(s.query)
+            async with functions.active():
+                return await self.pipelines.insert(s, ctx)
         db_name, table = self._table(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         variables = ctx.variables

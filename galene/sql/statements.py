@@ -18,7 +18,10 @@ from sqlglot.tokens import TokenType
 
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
 from galene.sql.dialect import AdminCompact as AdminCompactNode
+from galene.sql.dialect import AlterJob as AlterJobNode
 from galene.sql.dialect import AlterSystem, DescribeAll, Galene, LabeledInsertTarget
+from galene.sql.dialect import CreateJob as CreateJobNode
+from galene.sql.dialect import JobControl as JobControlNode
 from galene.sql.dialect import ShowTablets as ShowTabletsNode
 
 
@@ -253,6 +256,34 @@ class ShowTablets(Statement):
     db: str | None
     table: str
     partitions: list[str] | None = None
+
+
+@dataclass
+class CreateJob(Statement):
+    """CREATE JOB name [PROPERTIES (…)] ON STREAMING [COMMENT '…'] DO INSERT INTO … SELECT …"""
+
+    name: str
+    insert: Insert
+    properties: dict[str, str] = field(default_factory=dict)
+    comment: str = ""
+    do_sql: str = ""
+
+
+@dataclass
+class JobControl(Statement):
+    """PAUSE | RESUME | DROP JOB [IF EXISTS] WHERE jobname = '…'"""
+
+    action: str  # PAUSE, RESUME or DROP
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class AlterJob(Statement):
+    """ALTER JOB name PROPERTIES (…)"""
+
+    name: str
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -589,8 +620,44 @@ def _classify_admin_compact(node: AdminCompactNode, sql: str) -> Statement:
     )
 
 
+def _classify_create_job(node: CreateJobNode, sql: str) -> Statement:
+    insert = _classify_insert(node.expression, node.meta.get("do_sql") or "")
+    if not isinstance(insert, Insert) or insert.query is None or insert.overwrite:
+        raise GaleneError("A streaming job's DO must be an INSERT INTO … SELECT … FROM S3(…) statement")
+    comment = node.args.get("comment")
+    return CreateJob(
+        name=node.this.name,
+        insert=insert,
+        properties=property_dict(node.args.get("properties")),
+        comment=comment.name if comment is not None else "",
+        do_sql=node.meta.get("do_sql") or "",
+        sql=sql,
+    )
+
+
+def _classify_job_control(node: JobControlNode, sql: str) -> Statement:
+    where = node.args.get("where")
+    cond = where.this if isinstance(where, exp.Where) else None
+    # Doris accepts exactly `jobname = '<name>'` here.
+    if not (
+        isinstance(cond, exp.EQ)
+        and isinstance(cond.this, exp.Column)
+        and cond.this.name.lower() == "jobname"
+        and isinstance(cond.expression, exp.Literal)
+        and cond.expression.is_string
+    ):
+        raise GaleneError("Where clause should looks like: jobName = 'xxx'")
+    return JobControl(action=node.name.upper(), name=cond.expression.name, if_exists=bool(node.args.get("exists")), sql=sql)
+
+
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
+    if isinstance(node, CreateJobNode):
+        return _classify_create_job(node, sql)
+    if isinstance(node, JobControlNode):
+        return _classify_job_control(node, sql)
+    if isinstance(node, AlterJobNode):
+        return AlterJob(name=node.this.name, properties=property_dict(node.args.get("properties")), sql=sql)
     if isinstance(node, exp.Query):
         return Query(expr=node, sql=sql)
     if isinstance(node, exp.Show):

@@ -14,6 +14,7 @@ The rewrites rely on non-ANSI Spark semantics where Doris returns NULL instead o
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 
 from sqlglot import exp
@@ -318,9 +319,39 @@ def _rewrite_tables(node: exp.Expr, resolve_table: ResolveTable, ctes: frozenset
         _rewrite_tables(child, resolve_table, ctes)
 
 
+# Table-valued functions Galene serves: S3(...) (galene/engine/s3source.py), jobs(...) and
+# tasks(...) (galene/fe/jobs.py). The statement's caller prepares each as an engine view before
+# translating and installs a resolver here: (function name in lower case, its "k"="v"
+# properties, the call's SQL text) -> view name. A context variable, so the pipeline planner
+# (galene/fe/pipelines.py) resolves them without knowing about them.
+TABLE_FUNCTIONS = ("s3", "jobs", "tasks")
+ResolveFunction = Callable[[str, dict[str, str], str], str]
+table_function_resolver: ContextVar[ResolveFunction | None] = ContextVar("table_function_resolver", default=None)
+
+
+def table_function_call(table: exp.Table) -> tuple[str, dict[str, str], str] | None:
+    """(name, properties, call text) when `table` is a call of a table function Galene serves."""
+    call = table.this
+    if not isinstance(call, exp.Anonymous) or call.name.lower() not in TABLE_FUNCTIONS:
+        return None
+    props: dict[str, str] = {}
+    for arg in call.expressions:
+        if not (isinstance(arg, exp.EQ) and isinstance(arg.this, exp.Literal) and isinstance(arg.expression, exp.Literal)):
+            raise GaleneError(f'table function {call.name}: arguments must be "key" = "value" pairs')
+        props[arg.this.name] = arg.expression.name
+    return call.name.lower(), props, call.sql(dialect=Galene)
+
+
 def _rewrite_table(table: exp.Table, resolve_table: ResolveTable, ctes: frozenset[str]) -> None:
     if not isinstance(table.this, exp.Identifier):
-        return  # a table-valued function such as numbers(...) or S3(...)
+        found = table_function_call(table)
+        if found is None:
+            return  # another table-valued function (e.g. numbers(...)): left to the engine
+        resolver = table_function_resolver.get()
+        if resolver is None:
+            raise GaleneError(f"table function {found[0]}() is not supported in this statement")
+        table.set("this", exp.to_identifier(resolver(*found)))
+        return
     name = table.name
     db = table.db or None
     if db is None and name.lower() in ctes:
