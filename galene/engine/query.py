@@ -99,10 +99,14 @@ def run_query(
     spark_sql: str,
     views: dict[str, tuple[Table, int]],
     storage_uri: str,
+    job_tag: str | None = None,
 ) -> QueryOutput:
-    """Run `spark_sql` with each view name bound to (table at version); rows as Arrow."""
+    """Run `spark_sql` with each view name bound to (table at version); rows as Arrow.
+
+    `job_tag` tags the engine jobs of this query so that another thread can cancel them
+    (`interrupt_jobs`) when the query times out or is killed."""
     try:
-        return _run_once(engine, spark_sql, views, storage_uri)
+        return _run_once(engine, spark_sql, views, storage_uri, job_tag)
     except Exception as e:
         if engine.is_alive():
             raise
@@ -115,10 +119,16 @@ def run_query(
 
 
 def _run_once(
-    engine: SparkEngine, spark_sql: str, views: dict[str, tuple[Table, int]], storage_uri: str
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None = None,
 ) -> QueryOutput:
     spark = engine.spark()
     registered: list[str] = []
+    if job_tag:
+        _call_quietly(spark, "addTag", job_tag)
     try:
         for name, (table, version) in views.items():
             _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
@@ -128,8 +138,25 @@ def _run_once(
         result = df.toArrow()
         return QueryOutput(columns=columns, table=result)
     finally:
+        if job_tag:
+            _call_quietly(spark, "removeTag", job_tag)
         for name in registered:
             try:
                 spark.catalog.dropTempView(name)
             except Exception:  # the session may be dead; its views died with it
                 log.debug("dropping temp view %s failed", name, exc_info=True)
+
+
+def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:
+    """Cancel the engine jobs tagged `job_tag` (a query past its timeout, or killed)."""
+    if engine.is_alive():
+        _call_quietly(engine.spark(), "interruptTag", job_tag)
+
+
+def _call_quietly(spark, method: str, tag: str) -> None:
+    # SparkSession.addTag/removeTag/interruptTag exist on classic Spark 3.5+ and on Spark
+    # Connect; without them a query just cannot be cancelled mid-job.
+    try:
+        getattr(spark, method)(tag)
+    except Exception:
+        log.debug("%s(%s) failed", method, tag, exc_info=True)

@@ -337,11 +337,25 @@ class SqlExecutor:
         with functions.resolving():
             spark_sql = to_spark_sql(expr, resolve)
         await self.fe.wait_engine()
-        from galene.engine.query import run_query
+        from galene.engine.query import interrupt_jobs, run_query
 
-        return await self._blocking(
-            functions.run, run_query, self.fe.engine, spark_sql, views, self.fe.cfg.storage_uri
+        timeout = int(ctx.variables.get("query_timeout", 900) or 900)
+        tag = f"galene-query-{next(_VIEW_SEQ)}"
+        storage_uri = self.fe.cfg.storage_uri
+        job = asyncio.ensure_future(
+            self._blocking(functions.run, run_query, self.fe.engine, spark_sql, views, storage_uri, tag)
         )
+        try:
+            return await asyncio.wait_for(asyncio.shield(job), timeout=timeout)
+        except (TimeoutError, asyncio.CancelledError) as e:
+            # The engine keeps running a job nobody waits for: cancel it (query_timeout, KILL).
+            await asyncio.to_thread(interrupt_jobs, self.fe.engine, tag)
+            if isinstance(e, TimeoutError):
+                raise GaleneError(
+                    f"[TIMEOUT]Query timeout: the query ran longer than query_timeout ({timeout} s) "
+                    "and was cancelled"
+                ) from None
+            raise
 
     # --- streaming jobs (galene/fe/jobs.py runs them) -----------------------------------
     async def _do_CreateJob(self, s, ctx):

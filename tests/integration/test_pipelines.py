@@ -395,3 +395,14 @@ def test_show_load_lists_each_statement(galene, db, src):
     assert [r["Label"] for r in both] == ["sl_bad", "sl_ok"]
     assert both[0]["State"] == "CANCELLED" and "too long" in both[0]["ErrorMsg"]
     assert len(deletes) == 1 and deletes[0]["State"] == "FINISHED"
+
+
+def test_query_timeout_cancels_the_engine_job(galene, db, src):
+    with galene.mysql(db) as conn:
+        _exec(conn, "SET query_timeout = 2")
+        code, text = _error(conn, "SELECT COUNT(*) FROM src a, src b, src c, src d WHERE a.v < concat(b.v, c.v, d.v)")
+        assert code == 1105 and "Query timeout" in text and "query_timeout (2 s)" in text, text
+        _exec(conn, "SET query_timeout = 900")
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM src")
+            assert cur.fetchone() == (200,)  # the session and the engine go on
