@@ -179,6 +179,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the Galene data dir")
     args = ap.parse_args()
     t_start = time.perf_counter()
+    load_start = td.load_average()
 
     td.ensure_tools()
     sf_dir = td.generate(args.data_dir, args.sf)
@@ -260,7 +261,8 @@ def main() -> None:
             print(f"(info) raw {e} vs duckdb Q{nr}: {d}")
         ok = len(r["galene"]) - len(r["diffs"])
         print(f"galene-{e}: {ok}/{len(queries)} queries identical to DuckDB")
-    print(f"whole bench: {time.perf_counter() - t_start:.0f} s")
+    print(f"whole bench: {time.perf_counter() - t_start:.0f} s; load average at start {load_start}, at end "
+          f"{td.load_average()} (2 cores, shared)")
     if "spark" in totals:
         gt, rt = totals["spark"]
         print(f"RATIO tpch_spark {gt / rt:.3f}")

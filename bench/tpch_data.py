@@ -102,6 +102,10 @@ def _tpchgen() -> str:
     return str(exe) if exe.exists() else "tpchgen-cli"
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 # --- data ----------------------------------------------------------------------------------
 
 
