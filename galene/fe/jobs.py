@@ -445,8 +445,10 @@ class JobRunner:
 
         failures = max(1, self._failures.get(job.id, 1))
         transient = self._transient.get(job.id, True)
-        cap = BACKOFF_CAP_TRANSIENT_S if transient else BACKOFF_CAP_S
-        delay = min(BACKOFF_FIRST_S * 2 ** (failures - 1), cap)
+        # An endpoint that may heal is probed soon; a failure that repeats as long as nothing
+        # changes (credentials, a malformed file) is retried ever more slowly.
+        first, cap = (BACKOFF_FIRST_S, BACKOFF_CAP_TRANSIENT_S) if transient else (5.0, BACKOFF_CAP_S)
+        delay = min(first * 2 ** (failures - 1), cap)
         self.live_msg[job.id] = f"{job.runtime_msg}; auto resume in {delay:g}s (attempt {failures})".lstrip("; ")
         await asyncio.sleep(delay)
         if transient:
@@ -476,7 +478,8 @@ class JobRunner:
     def runtime_msg(self, job: StreamingJob) -> str:
         run = self.running.get(job.id)
         if run is not None:
-            return f"task {run.task_id}: {run.stage} for {time.monotonic() - run.stage_since:.1f}s"
+            text = f"task {run.task_id}: {run.stage} for {time.monotonic() - run.stage_since:.1f}s"
+            return f"{text}; {job.runtime_msg}" if job.runtime_msg else text
         return self.live_msg.get(job.id) or job.runtime_msg
 
     def describe_running(self) -> str:
