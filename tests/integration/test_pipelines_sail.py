@@ -20,6 +20,8 @@ from tests.integration.test_pipelines import (  # noqa: F401 - collected here ag
     test_killing_the_engine_mid_statement,
     test_labels_partitions_and_insert_rules,
     test_overwrite_table_and_partition_atomically,
+    test_query_timeout_cancels_the_engine_job,
+    test_show_load_lists_each_statement,
     test_update_and_delete,
 )
 
