@@ -182,7 +182,7 @@ def test_compaction_never_changes_a_query_result(node):
     models = {"mu": Model("unique"), "ms": Model("unique", seq=True), "ma": Model("agg"), "md": Model("dup")}
     partitions = {"mu": ["mu"], "ms": ["ms"], "ma": ["ma"], "md": ["p1", "p2"]}
     compactions = 0
-    rounds = 4
+    rounds = 3
     for round_ in range(rounds):
         for name, model in models.items():
             for _ in range(rng.randint(2, 3)):

@@ -178,13 +178,13 @@ def test_unique_compaction_never_changes_what_queries_see(engine, storage, seq):
     table = make_table(201 + seq, "UNIQUE_KEYS", cols, ["k"], props)
     rng = random.Random(11 + seq)
     loads = []
-    for round_ in range(4):
-        for rows in unique_loads(rng, 5, "s" if seq else None):
+    for round_ in range(3):
+        for rows in unique_loads(rng, 4, "s" if seq else None):
             write_load(storage, table, rows)
             loads.append(rows)
         before = read(engine, table, storage)
         assert before == canon(unique_model(loads, "s" if seq else None))
-        compact_random(engine, table, storage, rng, full=round_ == 3)
+        compact_random(engine, table, storage, rng, full=round_ == 2)
         assert read(engine, table, storage) == before
     # After the full compaction: one rowset per tablet; delete-signed rows gone, except with a
     # sequence column, where they keep hiding later loads of lower sequence values.
@@ -239,8 +239,8 @@ def test_aggregate_compaction_folds_keys_like_the_read(engine, storage):
     )
     rng = random.Random(5)
     expected: dict[int, dict] = {}
-    for round_ in range(4):
-        for _ in range(5):
+    for round_ in range(3):
+        for _ in range(4):
             rows = {}
             for _ in range(rng.randint(1, 6)):
                 k = rng.randint(0, 9)
@@ -259,7 +259,7 @@ def test_aggregate_compaction_folds_keys_like_the_read(engine, storage):
                 e["rn"] = r["rn"] if r["rn"] is not None else e["rn"]
         before = read(engine, table, storage)
         assert before == canon(list(expected.values()))
-        compact_random(engine, table, storage, rng, full=round_ == 3)
+        compact_random(engine, table, storage, rng, full=round_ == 2)
         assert read(engine, table, storage) == before
     assert sorted(r.tablet_id for r in table.rowsets) == sorted(TABLETS)
 
