@@ -223,6 +223,28 @@ def segment_writer(plan_bytes: bytes):
 # ---------------------------------------------------------------------------------------
 
 
+def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -> None:
+    """Raise if a file of the runs is missing. Apache Spark fails a read of a missing file, but
+    Sail reads it as empty: the merged rowset would then drop its rows without a word. One
+    listing per tablet directory (not a request per file, which an object store bills)."""
+    import pyarrow.fs as pafs
+
+    from galene.storage import layout
+    from galene.storage.fs import filesystem_for
+
+    fs, root = filesystem_for(storage_uri)
+    for j in jobs:
+        directory = layout.tablet_dir(root, table.db_id, table.id, j.partition_id, j.tablet_id)
+        infos = fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        present = {layout.relative(root, i.path) for i in infos if i.type == pafs.FileType.File}
+        for r in j.rowsets:
+            for f in r.files:
+                if f not in present:
+                    raise GaleneError(
+                        f"file {f} of rowset {r.id} (tablet {j.tablet_id}, version {r.version}) is missing"
+                    )
+
+
 def compact_tablets(
     engine,
     table: Table,
@@ -240,6 +262,7 @@ def compact_tablets(
     job wrote are deleted before the error propagates."""
     if not jobs:
         return []
+    check_inputs(storage_uri, table, jobs)
     plan = w.WritePlan(table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids))
     plan_bytes = msgspec.msgpack.encode(plan)
     spark = engine.spark()

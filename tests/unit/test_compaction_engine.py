@@ -1,4 +1,4 @@
-"""Compaction engine jobs against a model, on a real local Spark.
+"""Compaction engine jobs against a model, on both engines (a real local Spark, a real Sail).
 
 Random loads (inserts, updates, deletes with the delete sign, sequence values, NULLs) are
 written as rowsets in the storage layout, random contiguous runs of each tablet's rowsets are
@@ -29,9 +29,12 @@ PARTITION_ID = 3
 TABLETS = (4, 5)
 
 
-@pytest.fixture(scope="module")
-def engine():
-    eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+@pytest.fixture(scope="module", params=["spark", "sail"])
+def engine(request):
+    if request.param == "sail":
+        eng = SparkEngine(engine="sail")
+    else:
+        eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
     eng.start()
     yield eng
     eng.stop()
