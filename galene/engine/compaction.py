@@ -206,8 +206,10 @@ def segment_writer(plan_bytes: bytes):
                     continue
                 tablets = batch.column(TABLET_COL).to_numpy(zero_copy_only=False)
                 data = pa.Table.from_batches([batch]).drop_columns([TABLET_COL])
-                for tid in np.unique(tablets).tolist():
-                    rows = data if len(tablets) and (tablets == tid).all() else data.filter(pa.array(tablets == tid))
+                ids = np.unique(tablets).tolist()
+                for tid in ids:
+                    # A batch holds one tablet's rows when its engine partition holds one tablet.
+                    rows = data if len(ids) == 1 else data.filter(pa.array(tablets == tid))
                     files.add({int(tid): (tablet_partition[int(tid)], rows)})
             files.finish()
         except BaseException:
