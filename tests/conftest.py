@@ -34,7 +34,11 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def galene(tmp_path_factory):
     """A standalone Galene (FE + BE + Spark) shared by the tests of this process."""
-    proc = GaleneProcess(tmp_path_factory.mktemp("galene-shared"), conf={"gc_grace_seconds": "3600"})
+    # No background compaction: tests compare the storage directory before and after a statement.
+    proc = GaleneProcess(
+        tmp_path_factory.mktemp("galene-shared"),
+        conf={"gc_grace_seconds": "3600", "disable_auto_compaction": "true"},
+    )
     proc.start()
     yield proc
     proc.stop()

@@ -114,6 +114,14 @@ class Table(msgspec.Struct, kw_only=True):
         return None
 
 
+def snapshot(table: Table) -> Table:
+    """The table as it is now, for a reader that binds a version now and lists its rowsets
+    later: commits replace `rowsets` (and compaction replaces rowsets at versions a reader may
+    already have bound), so the reader keeps this copy's list. A shallow copy: rowsets are
+    never changed in place."""
+    return msgspec.structs.replace(table, rowsets=list(table.rowsets))
+
+
 class Database(msgspec.Struct, kw_only=True):
     id: int
     name: str

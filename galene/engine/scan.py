@@ -257,9 +257,10 @@ def _unique_frame(
     storage_uri: str,
     file_names: bool | None,
 ) -> DataFrame:
-    # Keys are unique within one rowset version (deduplicated at write time), so merging is
-    # only needed when more than one version is visible.
-    several_versions = len({r.version for r in rowsets}) > 1
+    # Keys are unique within one rowset (deduplicated at write time) and a key lives in one
+    # tablet, so merging is only needed when some tablet has more than one visible rowset.
+    # (After compaction every tablet has one rowset, each at its own version.)
+    several_versions = len({r.tablet_id for r in rowsets}) < len(rowsets)
     df = _versioned_read(spark, table, rowsets, storage_uri, several_versions, file_names)
     if several_versions:
         # row_number() = 1 lets Spark insert a per-partition group limit before the shuffle.

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 from sqlglot import exp
 
-from galene.catalog.model import Column, Partition, Table
+from galene.catalog.model import Column, Partition, Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, LoadError
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
@@ -90,7 +90,7 @@ class Pipelines:
             db_name = self.executor._db_name(db, ctx)
             key = (db_name, name)
             if key not in bound:
-                table = (snapshots or {}).get(key) or self.fe.catalog.table(db_name, name)
+                table = (snapshots or {}).get(key) or snapshot(self.fe.catalog.table(db_name, name))
                 view = f"__galene_w{table.id}_v{table.visible_version}_{next(_VIEW_SEQ)}"
                 views[view] = (table, table.visible_version)
                 bound[key] = view

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from galene import __version__
-from galene.catalog.model import Table
+from galene.catalog.model import Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
@@ -325,7 +325,7 @@ class SqlExecutor:
             db_name = self._db_name(db, ctx)
             key = (db_name, name)
             if key not in bound:
-                table = self.fe.catalog.table(db_name, name)
+                table = snapshot(self.fe.catalog.table(db_name, name))
                 view = f"__galene_t{table.id}_v{table.visible_version}_{next(_VIEW_SEQ)}"
                 views[view] = (table, table.visible_version)
                 bound[key] = view

@@ -32,7 +32,11 @@ pytestmark = pytest.mark.slow
 def galene(tmp_path_factory):
     if default_engine() == "sail":
         pytest.skip("the whole run is on Sail already (test_pipelines.py covers it)")
-    proc = GaleneProcess(tmp_path_factory.mktemp("galene-sail"), conf={"gc_grace_seconds": "3600"}, engine="sail")
+    proc = GaleneProcess(
+        tmp_path_factory.mktemp("galene-sail"),
+        conf={"gc_grace_seconds": "3600", "disable_auto_compaction": "true"},
+        engine="sail",
+    )
     proc.start()
     yield proc
     proc.stop()

@@ -193,15 +193,22 @@ def test_unique_table_hides_the_delete_sign_column(engine, storage):
 
 def test_unique_table_with_same_file_name_in_two_tablets(engine, storage):
     # File names normally carry a unique rowset id; if two tablets ever share one, rows must
-    # still get the version of their own rowset.
+    # still get the version of their own rowset. (A key lives in one tablet: tablet 40 holds
+    # two versions of key 1, tablet 41 a rowset named like tablet 40's older one.)
     t = unique_table(203)
     add_rowset(
         storage, t, 2, {"k1": [1], "k2": ["a"], "v": [1], "s": ["old"]}, tablet_id=40, rowset_id="same"
     )
     add_rowset(
-        storage, t, 3, {"k1": [1], "k2": ["a"], "v": [2], "s": ["new"]}, tablet_id=41, rowset_id="same"
+        storage, t, 3, {"k1": [1], "k2": ["a"], "v": [2], "s": ["new"]}, tablet_id=40, rowset_id="other"
     )
-    assert rows(engine, t, storage) == [{"k1": 1, "k2": "a", "v": 2, "s": "new"}]
+    add_rowset(
+        storage, t, 4, {"k1": [2], "k2": ["b"], "v": [3], "s": ["b"]}, tablet_id=41, rowset_id="same"
+    )
+    assert rows(engine, t, storage) == [
+        {"k1": 1, "k2": "a", "v": 2, "s": "new"},
+        {"k1": 2, "k2": "b", "v": 3, "s": "b"},
+    ]
 
 
 def test_unique_table_with_many_rowsets(engine, storage):
