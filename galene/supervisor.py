@@ -202,7 +202,12 @@ class Supervisor:
 
     def tell_fe(self, event: str, reason: str = "") -> bool:
         """Report a BE event to the FE ("exited" / "started"); False if the FE did not take it."""
-        payload = {"host": self.host, "heartbeat_port": self.cfg.be_http_port, "event": event, "reason": reason}
+        payload = {
+            "host": self.host,
+            "heartbeat_port": self.cfg.be_http_port,
+            "event": event,
+            "reason": reason,
+        }
         req = urllib.request.Request(
             f"http://{self.host}:{self.cfg.http_port}/api/_internal/backend_event",
             data=json.dumps(payload).encode(),
@@ -258,14 +263,16 @@ class Supervisor:
                 self._banner(health)
 
     def _banner(self, health: dict) -> None:
-        engine = "ready" if health.get("query_engine_error") is None else (
-            f"NOT available ({health['query_engine_error']})"
+        engine = (
+            "ready"
+            if health.get("query_engine_error") is None
+            else (f"NOT available ({health['query_engine_error']})")
         )
         host, cfg = self.host, self.cfg
         print(
             f"""
-Galene is running (standalone: FE pid {self.fe.proc.pid if self.fe.proc else '-'}, \
-BE pid {self.be.proc.pid if self.be.proc else '-'}, Spark {engine}).
+Galene is running (standalone: FE pid {self.fe.proc.pid if self.fe.proc else "-"}, \
+BE pid {self.be.proc.pid if self.be.proc else "-"}, Spark {engine}).
   data dir : {os.path.abspath(cfg.data_dir)}
   SQL      : mariadb -h{host} -P{cfg.query_port} -uroot          (or: mysql -h{host} -P{cfg.query_port} -uroot)
   load     : curl --location-trusted -u root: -H "label:l1" -H "column_separator:," \\

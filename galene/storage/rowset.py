@@ -162,6 +162,9 @@ def _write_parquet(fs: pafs.FileSystem, directory: str, path: str, data: pa.Tabl
             compression=COMPRESSION,
             row_group_size=row_group,
             dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
+            # DECIMAL(p <= 18) as INT32/INT64 as Spark writes them, not fixed-length bytes:
+            # measured on TPC-H Q1, Sail read them 2x and Spark 2.3x faster.
+            store_decimal_as_integer=True,
         )
 
 
