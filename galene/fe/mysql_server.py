@@ -57,6 +57,7 @@ import logging
 import math
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -124,8 +125,10 @@ from galene.fe.session_sql import (
     SessionSql,
     SessionVariables,
     UseDatabase,
+    leading_words,
     strip_statement,
 )
+from galene.sql.information_schema import ProcessInfo
 from galene.sql.limits import check_sql_nesting_depth, nesting_error, recursion_limit_for
 
 logger = logging.getLogger(__name__)
@@ -134,9 +137,16 @@ DEFAULT_VERSION_COMMENT = f"Doris version doris-4.1.0-galene-{galene.__version__
 
 # Doris does not support query attributes; without them COM_QUERY/COM_STMT_EXECUTE carry
 # plain parameter blocks.
-SERVER_CAPABILITIES = (DEFAULT_SERVER_CAPABILITIES | Capabilities.CLIENT_TRANSACTIONS) & ~(
-    Capabilities.CLIENT_QUERY_ATTRIBUTES
-)
+SERVER_CAPABILITIES = (
+    DEFAULT_SERVER_CAPABILITIES
+    | Capabilities.CLIENT_TRANSACTIONS
+    # `a; b; c` in one COM_QUERY answers one result per statement (the mariadb CLI's -e, tools).
+    | Capabilities.CLIENT_MULTI_STATEMENTS
+    | Capabilities.CLIENT_MULTI_RESULTS
+    # The OK packet's info as a length-encoded string for clients that ask (libmariadb,
+    # libmysqlclient read it so: an INSERT's info broke the mariadb CLI); others get it raw.
+    | Capabilities.CLIENT_SESSION_TRACK
+) & ~(Capabilities.CLIENT_QUERY_ATTRIBUTES)
 
 ER_HANDSHAKE = 1043
 ER_UNKNOWN_COMMAND = 1047
@@ -459,6 +469,11 @@ class GaleneSession(BaseSession):
         self.username: str | None = None
         self.database: str | None = None
         self.connection: GaleneConnection | None = None
+        # What SHOW PROCESSLIST shows of this session: login, its current (or last) statement.
+        self.login_time = time.time()
+        self.command_start = self.login_time
+        self.current_sql = ""
+        self.last_state = "OK"
 
     async def init(self, connection: Connection) -> None:
         assert isinstance(connection, GaleneConnection)
@@ -492,6 +507,20 @@ class GaleneSession(BaseSession):
             connection_id=self.connection.connection_id if self.connection else 0,
         )
         logger.debug("connection %s: %.200s", info.connection_id, sql)
+        self.command_start = time.time()
+        self.current_sql = sql
+        self.server.questions += 1
+        self.last_state = "OK"
+        try:
+            result = await self._run(sql, info)
+        except BaseException:
+            self.last_state = "ERR"
+            raise
+        if leading_words(sql, 2) not in (["SHOW", "WARNINGS"], ["SHOW", "ERRORS"]):
+            self.statements.diagnostics = []  # a statement that succeeds clears the last one's
+        return result
+
+    async def _run(self, sql: str, info: SessionInfo) -> StatementResult:
         max_depth = self.server.max_sql_nesting_depth
         # Before any parser: sqlglot recurses per nesting level (see galene.sql.limits).
         check_sql_nesting_depth(sql, max_depth)
@@ -707,6 +736,7 @@ class GaleneConnection(Connection):
             Commands.COM_DEBUG: self.handle_debug,
             Commands.COM_INIT_DB: self.handle_init_db,
             Commands.COM_FIELD_LIST: self.handle_field_list,
+            Commands.COM_STATISTICS: self.handle_statistics,
         }
         while True:
             self._apply_session_bounds()
@@ -781,9 +811,36 @@ class GaleneConnection(Connection):
         sql = packets.parse_com_query(
             capabilities=self.capabilities, client_charset=self.client_charset, data=data
         ).sql
-        result = await self.session.run(sql)
-        self._refresh_status()
-        await self._write_result(result, binary=False)
+        statements = self._split_statements(sql)
+        for i, statement in enumerate(statements):
+            # One result per statement; all but the last announce more. An error ends the
+            # sequence (the error packet is the last answer), as in MySQL.
+            result = await self.session.run(statement)
+            self._refresh_status()
+            await self._write_result(result, binary=False, more_results=i < len(statements) - 1)
+
+    def _split_statements(self, sql: str) -> list[str]:
+        """`a; b; c` as its statements when the client allows several (CLIENT_MULTI_STATEMENTS);
+        else, or when it is one statement, the text as is."""
+        if Capabilities.CLIENT_MULTI_STATEMENTS not in self.capabilities or ";" not in sql.rstrip().rstrip(";"):
+            return [sql]
+        from galene.sql.statements import split_statements
+
+        try:
+            parts = split_statements(sql)
+        except GaleneError:
+            return [sql]  # the statement's own parse reports the error
+        return parts if len(parts) > 1 else [sql]
+
+    async def handle_statistics(self, data: bytes) -> None:
+        """COM_STATISTICS (`mysqladmin status`, the mariadb CLI's status): a one-line summary."""
+        uptime = int(time.time() - self.server.start_time)
+        text = (
+            f"Uptime: {uptime}  Threads: {self.server.sessions}  Questions: {self.server.questions}  "
+            "Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: "
+            f"{self.server.questions / max(uptime, 1):.3f}"
+        )
+        await self.stream.write(text.encode("utf-8"))
 
     async def handle_init_db(self, data: bytes) -> None:
         await self.session.use_database(self.client_charset.decode(data))
@@ -975,13 +1032,15 @@ class GaleneConnection(Connection):
         return values
 
     # -- result encoding ------------------------------------------------------------------
-    def _ok_packet(self, affected_rows: int = 0, info: str = "") -> bytes:
+    def _ok_packet(self, affected_rows: int = 0, info: str = "", flags: int = 0) -> bytes:
         parts = [uint_1(0), uint_len(affected_rows), uint_len(0)]
         if Capabilities.CLIENT_PROTOCOL_41 in self.capabilities:
-            parts += [uint_2(self.status_flags), uint_2(0)]
+            parts += [uint_2(self.status_flags | flags), uint_2(0)]
         elif Capabilities.CLIENT_TRANSACTIONS in self.capabilities:
-            parts.append(uint_2(self.status_flags))
-        if info:
+            parts.append(uint_2(self.status_flags | flags))
+        if Capabilities.CLIENT_SESSION_TRACK in self.capabilities:
+            parts.append(str_len(info.encode("utf-8")))
+        elif info:
             parts.append(info.encode("utf-8"))
         return b"".join(parts)
 
@@ -993,19 +1052,23 @@ class GaleneConnection(Connection):
         return b"".join(parts)
 
     def _error_for(self, exc: BaseException) -> bytes:
+        code, message = self._error_text(exc)
+        # SHOW WARNINGS / SHOW ERRORS after it list the error (until a statement succeeds).
+        self.session.statements.diagnostics = [("Error", code, message)]
+        return self._error_packet(code, message)
+
+    def _error_text(self, exc: BaseException) -> tuple[int, str]:
         if isinstance(exc, GaleneError):
-            return self._error_packet(exc.code, exc.mysql_text())
+            return exc.code, exc.mysql_text()
         if isinstance(exc, MysqlError):
-            return self._error_packet(int(exc.code), str(exc.msg))
+            return int(exc.code), str(exc.msg)
         if isinstance(exc, UnicodeDecodeError):
             # MySQL's answer to text that is not in the client's character set.
             bad = bytes(exc.object[exc.start : exc.start + 16])
             shown = "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02X}" for b in bad)
-            return self._error_packet(
-                ER_INVALID_CHARACTER_STRING, f"Invalid {self.client_charset.name} character string: '{shown}'"
-            )
+            return ER_INVALID_CHARACTER_STRING, f"Invalid {self.client_charset.name} character string: '{shown}'"
         logger.exception("statement failed on connection %s", self.connection_id, exc_info=exc)
-        return self._error_packet(ER_UNKNOWN_ERROR, f"errCode = 2, detailMessage = {exc}")
+        return ER_UNKNOWN_ERROR, f"errCode = 2, detailMessage = {exc}"
 
     def _result_header(self, columns: list[ResultColumn], with_eof: bool) -> list[bytes]:
         header = [packets.make_column_count(capabilities=self.capabilities, column_count=len(columns))]
@@ -1026,9 +1089,10 @@ class GaleneConnection(Connection):
             header.append(self.eof())
         return header
 
-    async def _write_result(self, result: StatementResult, binary: bool) -> None:
+    async def _write_result(self, result: StatementResult, binary: bool, more_results: bool = False) -> None:
+        more = ServerStatus.SERVER_MORE_RESULTS_EXISTS if more_results else 0
         if result.columns is None:
-            await self.stream.write(self._ok_packet(result.affected_rows, result.info))
+            await self.stream.write(self._ok_packet(result.affected_rows, result.info, flags=more))
             return
         self.stream.write_many(self._result_header(result.columns, with_eof=True))
         if binary:
@@ -1039,7 +1103,7 @@ class GaleneConnection(Connection):
             for rows in text_row_batches(result):
                 self.stream.write_text_rows(rows, text_columns)
                 await self.stream.drain()
-        await self.stream.write(self.ok_or_eof(), drain=False)
+        await self.stream.write(self.ok_or_eof(flags=more), drain=False)
         await self.stream.drain()
 
     async def _binary_row_packets(self, result: StatementResult) -> AsyncIterator[bytes]:
@@ -1139,6 +1203,8 @@ class GaleneMysqlServer(MysqlServer):
             identity_provider=_ExecutorIdentityProvider(executor),
         )
         self._connection_tasks: set[asyncio.Task] = set()
+        self.start_time = time.time()
+        self.questions = 0  # statements run (COM_STATISTICS)
 
     @property
     def port(self) -> int:
@@ -1156,6 +1222,25 @@ class GaleneMysqlServer(MysqlServer):
         if self._connection_tasks:
             await asyncio.wait(list(self._connection_tasks), timeout=5)
         await self.wait_closed()
+
+    def process_list(self) -> list[ProcessInfo]:
+        """The logged-in connections with what each runs (SHOW PROCESSLIST, information_schema)."""
+        now = time.time()
+        out = []
+        for connection in self.galene_control.connections():
+            if not isinstance(connection, GaleneConnection) or connection.registered_user is None:
+                continue
+            session = connection.session
+            peer = connection.stream.writer.get_extra_info("peername")
+            out.append(
+                ProcessInfo(
+                    connection_id=connection.connection_id, user=connection.registered_user,
+                    host=f"{peer[0]}:{peer[1]}" if peer else "", login_time=session.login_time,
+                    database=session.database, command="Query" if connection.busy else "Sleep",
+                    time_s=int(now - session.command_start), state=session.last_state, info=session.current_sql,
+                )
+            )  # fmt: skip
+        return out
 
     def kill(self, connection_id: int, query_only: bool) -> None:
         connection = self.galene_control.get(connection_id)

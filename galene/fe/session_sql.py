@@ -133,6 +133,42 @@ def _specs(time_zone: str, version: str, version_comment: str) -> dict[str, Vari
     }
 
 
+# Doris session variables Galene accepts in SET without modelling them (SessionVariable.java):
+# clients and scripts written for Doris set these; any other unknown name is Doris' 1193.
+DORIS_SESSION_VARIABLES = frozenset(
+    (
+        "max_scan_mem_ratio", "enable_adaptive_scan", "scan_queue_mem_limit", "max_scanners_concurrency",
+        "analyze_timeout", "rpc_verbose_profile_max_instance_count", "auto_profile_threshold_ms",
+        "workload_group", "lc_time_names", "batch_size", "broker_load_batch_size", "preferred_block_size_bytes",
+        "disable_streaming_preaggregations", "enable_distinct_streaming_aggregation", "disable_colocate_plan",
+        "enable_bucket_shuffle_join", "parallel_fragment_exec_instance_num", "profile_level",
+        "max_instance_num", "enable_insert_value_auto_cast", "enable_server_side_prepared_statement",
+        "max_prepared_stmt_count", "prefer_join_method", "enable_fold_constant_by_be", "enable_sql_cache",
+        "enable_query_cache", "enable_condition_cache", "enable_cost_based_join_reorder", "forward_to_master",
+        "parallel_exchange_instance_num", "show_hidden_columns", "event_scheduler", "storage_engine",
+        "profiling", "max_scan_key_num", "max_pushdown_conditions_per_column",
+        "allow_partition_column_nullable", "runtime_filter_mode", "runtime_bloom_filter_size",
+        "runtime_bloom_filter_min_size", "runtime_bloom_filter_max_size", "runtime_filter_wait_time_ms",
+        "runtime_filter_type", "runtime_filter_max_in_num", "runtime_filters_max_num",
+        "enable_parallel_result_sink", "read_csv_empty_line_as_null", "insert_visible_timeout_ms",
+        "delete_without_partition", "send_batch_parallelism", "disable_join_reorder",
+        "max_join_number_of_reorder", "enable_nereids_dml", "enable_strict_consistency_dml",
+        "enable_nereids_planner", "experimental_enable_nereids_planner", "enable_fallback_to_original_planner",
+        "enable_vectorized_engine", "enable_pipeline_engine", "enable_pipeline_x_engine", "load_mem_limit",
+        "enable_unique_key_partial_update", "partial_update_new_key_behavior", "skip_delete_predicate",
+        "skip_delete_sign", "skip_delete_bitmap", "skip_storage_engine_merge", "return_object_data_as_binary",
+        "trim_tailing_spaces_for_external_table_query", "default_order_by_limit", "sql_dialect", "enable_spill",
+        "enable_local_shuffle", "enable_common_expr_pushdown", "enable_inverted_index_query",
+        "enable_match_without_inverted_index", "disable_nereids_rules", "enable_memtable_on_sink_node",
+        "enable_insert_group_commit", "enable_local_exchange", "topn_opt_limit_threshold",
+        "enable_two_phase_read_opt", "enable_scan_run_serial", "enable_agg_state", "enable_decimal256",
+        "enable_runtime_filter_prune", "fetch_all_fe_for_system_table", "enable_strong_consistency_read",
+        "time_zone_fallback", "default_password_lifetime", "character_set_database", "dry_run_query",
+        "enable_page_cache", "enable_short_circuit_query", "enable_short_circuit_query_access_column_store",
+        "num_scanner_threads", "enable_profile_on_insert"
+    )
+)  # fmt: skip
+
 # Old names that read and write the same value.
 _SYNONYMS = {"tx_isolation": "transaction_isolation", "tx_read_only": "transaction_read_only"}
 # Carried in the session but not listed by SHOW VARIABLES (set by the handshake).
@@ -195,8 +231,12 @@ class SessionVariables:
         self.values[name] = coerce_variable(name, spec, value)
 
     def set_scoped(self, name: str, value: Any, scope: str) -> None:
-        """SET [GLOBAL|SESSION] name = value. GLOBAL also changes this session, as Doris does."""
+        """SET [GLOBAL|SESSION] name = value. GLOBAL also changes this session, as Doris does.
+        A name Doris does not know is refused with its error (1193); a Doris variable Galene
+        does not model is kept as given (SHOW VARIABLES lists it once set)."""
         name = canonical_name(name)
+        if name not in self.global_variables.specs and name not in DORIS_SESSION_VARIABLES:
+            raise GaleneError(f"Unknown system variable '{name}'", ER_UNKNOWN_SYSTEM_VARIABLE)
         if value is _DEFAULT:
             spec = self.global_variables.specs.get(name)
             if spec is None:
@@ -364,6 +404,9 @@ class SessionSql:
     def __init__(self, variables: SessionVariables):
         self.variables = variables
         self.user_variables: dict[str, Any] = {}
+        # (Level, Code, Message) of the last statement: SHOW WARNINGS / SHOW ERRORS list them.
+        # The protocol layer sets the error of a failed statement and clears it on success.
+        self.diagnostics: list[tuple[str, int, str]] = []
 
     # -- entry point ----------------------------------------------------------------------
     def handle(self, sql: str, info: SessionInfo) -> LocalResult | UseDatabase | KillConnection | None:
@@ -580,7 +623,7 @@ class SessionSql:
             rows: list[tuple] = list(self.variables.listing(scope))
         elif kind in ("WARNINGS", "ERRORS"):
             columns = [("Level", TEXT), ("Code", BIGINT), ("Message", TEXT)]
-            rows = []
+            rows = [d for d in self.diagnostics if kind == "WARNINGS" or d[0] == "Error"]
         elif kind == "STATUS":
             columns = [("Variable_name", TEXT), ("Value", TEXT)]
             rows = []

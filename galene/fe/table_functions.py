@@ -86,6 +86,14 @@ class TableFunctionViews:
                 table = self.fe.jobs.jobs_table() if name == "jobs" else self.fe.jobs.tasks_table()
                 self.views[text] = _View(view, "arrow", table=table)
 
+    def add_table(self, key: str, table: Callable[[], pa.Table]) -> str:
+        """A small Arrow table (an information_schema table) as a view of this statement; the
+        same `key` is one view. Returns the view name."""
+        view = self.views.get(key)
+        if view is None:
+            view = self.views[key] = _View(f"__galene_is_{next(_SEQ)}", "arrow", table=table())
+        return view.name
+
     def _resolve(self, name: str, props: dict[str, str], text: str) -> str:
         view = self.views.get(text)
         if view is None:  # planned statements only reach translate with their calls prepared

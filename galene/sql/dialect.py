@@ -131,6 +131,20 @@ class AlterJob(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": True}
 
 
+class OrderedShow(exp.Show):
+    """A Doris SHOW with ORDER BY (SHOW [STREAM] LOAD, PARTITIONS, DATA): Show's args and `order`."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {**exp.Show.arg_types, "order": False}
+
+
+# Doris' EXPLAIN levels (EXPLAIN VERBOSE SELECT …, EXPLAIN SHAPE PLAN SELECT …).
+EXPLAIN_LEVELS = frozenset(
+    ("VERBOSE", "GRAPH", "PLAN", "PARSED", "ANALYZED", "REWRITTEN", "LOGICAL", "OPTIMIZED", "PHYSICAL",
+     "SHAPE", "MEMO", "DISTRIBUTED", "ALL", "PROCESS", "EXTENDED")
+)  # fmt: skip
+_QUERY_STARTS = frozenset((TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN))
+
+
 def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:
     def build(args: list[exp.Expr]) -> exp.Expr:
         return node(this=args[0], expression=args[1] if len(args) > 1 else None, unit=exp.var(unit))
@@ -176,6 +190,13 @@ class Galene(Doris):
 
         SHOW_PARSERS: t.ClassVar[dict] = {
             **Doris.Parser.SHOW_PARSERS,
+            # Metadata for tools (executor: galene/sql/information_schema.py).
+            "INDEXES": lambda self: self._parse_show_mysql("INDEX", target="FROM"),
+            "KEYS": lambda self: self._parse_show_mysql("INDEX", target="FROM"),
+            "PARTITIONS": lambda self: self._parse_show_partitions(),
+            "DATA": lambda self: self._parse_show_data(),
+            "STREAM LOAD": lambda self: self._parse_show_load("STREAM LOAD"),
+            "TRANSACTION": lambda self: self._parse_show_transaction(),
             "BACKENDS": lambda self: self.expression(exp.Show(this="BACKENDS")),
             "FRONTENDS": lambda self: self.expression(exp.Show(this="FRONTENDS")),
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
@@ -288,13 +309,40 @@ class Galene(Doris):
                 return None
             return self.expression(exp.Partition(subpartition=sub, expressions=expressions))
 
-        def _parse_show_load(self) -> exp.Expr:
-            # SHOW LOAD [FROM db] [WHERE …] [ORDER BY …] [LIMIT n]
+        def _parse_show_load(self, kind: str = "LOAD") -> exp.Expr:
+            # SHOW [STREAM] LOAD [FROM db] [WHERE …] [ORDER BY …] [LIMIT n]
             db = self._parse_id_var() if (self._match(TokenType.FROM) or self._match(TokenType.IN)) else None
             where = self._parse_where()
             order = self._parse_order()
             limit = self._parse_limit()
-            return self.expression(exp.Show(this="LOAD", db=db, where=where, order=order, limit=limit))
+            return self.expression(OrderedShow(this=kind, db=db, where=where, order=order, limit=limit))
+
+        def _parse_show_partitions(self) -> exp.Expr:
+            # SHOW [TEMPORARY] PARTITIONS FROM [db.]t [WHERE …] [ORDER BY …] [LIMIT n]
+            if not (self._match(TokenType.FROM) or self._match(TokenType.IN)):
+                self.raise_error("Expected FROM after SHOW PARTITIONS")
+            table = self._parse_table_parts()
+            where = self._parse_where()
+            order = self._parse_order()
+            limit = self._parse_limit()
+            return self.expression(
+                OrderedShow(
+                    this="PARTITIONS", target=table.this, db=table.args.get("db"), where=where, order=order, limit=limit
+                )
+            )
+
+        def _parse_show_data(self) -> exp.Expr:
+            # SHOW DATA [FROM [db.]t] [ORDER BY …]
+            table = self._parse_table_parts() if self._match(TokenType.FROM) else None
+            order = self._parse_order()
+            target = table.this if table is not None else None
+            db = table.args.get("db") if table is not None else None
+            return self.expression(OrderedShow(this="DATA", target=target, db=db, order=order))
+
+        def _parse_show_transaction(self) -> exp.Expr:
+            # SHOW TRANSACTION [FROM db] WHERE id = N | label = '…'
+            db = self._parse_id_var() if (self._match(TokenType.FROM) or self._match(TokenType.IN)) else None
+            return self.expression(exp.Show(this="TRANSACTION", db=db, where=self._parse_where()))
 
         def _parse_show_tablets(self) -> exp.Expr:
             if not (self._match(TokenType.FROM) or self._match(TokenType.IN)):
@@ -436,7 +484,17 @@ class Galene(Doris):
             return self.expression(ListPartition(this=name, expressions=values))
 
         def _parse_describe(self) -> exp.Describe:
+            # EXPLAIN [VERBOSE | GRAPH | … PLAN] <query>: the level words before the query.
+            levels: list[str] = []
+            i = self._index
+            while i < len(self._tokens) and self._tokens[i].text.upper() in EXPLAIN_LEVELS:
+                i += 1
+            if i > self._index and i < len(self._tokens) and self._tokens[i].token_type in _QUERY_STARTS:
+                levels = [tok.text.upper() for tok in self._tokens[self._index : i]]
+                self._advance(i - self._index)
             node = super()._parse_describe()
+            if levels:
+                node.set("style", " ".join(levels))
             if self._match(TokenType.ALL):
                 return self.expression(DescribeAll(**node.args))
             return node
@@ -500,6 +558,7 @@ class Galene(Doris):
                 f"PARTITION {self.sql(e, 'this')} VALUES IN ({self.expressions(e, flat=True)})"
             ),
             DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
+            OrderedShow: lambda self, e: self.show_sql(e),
             AlterSystem: lambda self, e: self._alter_system_sql(e),
             LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
             AdminCompact: lambda self, e: (

@@ -17,6 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
+from sqlglot import exp
+
 from galene import __version__
 from galene.catalog.model import Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
@@ -25,6 +27,7 @@ from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines
 from galene.fe.table_functions import TableFunctionViews
+from galene.sql import information_schema as infoschema
 from galene.sql import show
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
@@ -137,6 +140,12 @@ class SqlExecutor:
 
     async def _do_ShowTables(self, s, ctx):
         db_name = self._db_name(s.db, ctx)
+        if infoschema.is_schema(db_name):
+            names = _like_filter(infoschema.table_names(), getattr(s, "like", None))
+            label = f"Tables_in_{infoschema.SCHEMA_NAME}"
+            if s.full:
+                return StatementResult(columns=_cols(label, "Table_type"), rows=[(n, "SYSTEM VIEW") for n in names])
+            return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
         db = self.fe.catalog.db(db_name)
         names = _like_filter(sorted(db.tables), getattr(s, "like", None))
         label = f"Tables_in_{db_name}"
@@ -150,14 +159,20 @@ class SqlExecutor:
         db_name = self._db_name(db, ctx)
         return db_name, self.fe.catalog.table(db_name, name)
 
+    def _table_or_schema(self, db: str | None, name: str, ctx: SessionContext) -> Table:
+        """A catalog table, or an information_schema table as one (DESC, SHOW COLUMNS)."""
+        if infoschema.is_schema(self._db_name(db, ctx)):
+            return infoschema.table_model(name)
+        return self._table(db, name, ctx)[1]
+
     async def _do_ShowColumns(self, s, ctx):
-        _, table = self._table(s.db, s.table, ctx)
+        table = self._table_or_schema(s.db, s.table, ctx)
         names, rows = show_columns(table, s.full)
         rows = [r for r in rows if like_match(r[0], getattr(s, "like", None))]
         return StatementResult(columns=_cols(*names), rows=rows)
 
     async def _do_Describe(self, s, ctx):
-        _, table = self._table(s.db, s.table, ctx)
+        table = self._table_or_schema(s.db, s.table, ctx)
         names, rows = describe(table, getattr(s, "all", False))
         return StatementResult(columns=_cols(*names), rows=rows)
 
@@ -312,17 +327,24 @@ class SqlExecutor:
 
     # --- queries --------------------------------------------------------------------
     async def _do_Query(self, s, ctx):
+        # A query over information_schema alone is answered on the FE, in milliseconds.
+        local = infoschema.run_local(s.expr, self.meta_context(ctx)) if _reads_schema(s.expr, ctx) else None
+        if local is not None:
+            return StatementResult(columns=[ResultColumn(n, t) for n, t in local.columns], rows=local.rows)
         out = await self._run_query(s.expr, ctx)
         columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in out.columns]
         return StatementResult(columns=columns, rows=out.table)
 
-    async def _run_query(self, expr, ctx):
+    async def _run_query(self, expr, ctx, explain: str | None = None):
         """Run a Doris query on Spark over the table versions visible now; returns QueryOutput."""
         views: dict[str, tuple[Table, int]] = {}
         bound: dict[tuple[str, str], str] = {}
 
         def resolve(db: str | None, name: str) -> str:
             db_name = self._db_name(db, ctx)
+            if infoschema.is_schema(db_name):  # a small Arrow-backed view for this statement
+                key = f"{infoschema.SCHEMA_NAME}.{name.lower()}"
+                return functions.add_table(key, lambda: infoschema.arrow_table(name, self.meta_context(ctx)))
             key = (db_name, name)
             if key not in bound:
                 table = snapshot(self.fe.catalog.table(db_name, name))
@@ -336,6 +358,8 @@ class SqlExecutor:
         await functions.prepare(expr)
         with functions.resolving():
             spark_sql = to_spark_sql(expr, resolve)
+        if explain is not None:  # EXPLAIN: the engine's plan of the same statement
+            spark_sql = f"EXPLAIN {explain} {spark_sql}"
         await self.fe.wait_engine()
         from galene.engine.query import interrupt_jobs, run_query
 
@@ -356,6 +380,82 @@ class SqlExecutor:
                     "and was cancelled"
                 ) from None
             raise
+
+    # --- metadata for tools (rows: galene/sql/information_schema.py) ---------------------
+    def meta_context(self, ctx: SessionContext) -> infoschema.MetaContext:
+        """What information_schema and the metadata SHOW statements see for this session."""
+        mysql = getattr(self.fe, "mysql", None)
+        variables = getattr(mysql, "global_variables", None)
+        return infoschema.MetaContext(
+            state=self.fe.state, user=ctx.user, database=ctx.database, connection_id=ctx.connection_id,
+            variables=ctx.variables, global_variables=variables.values if variables is not None else {},
+            variable_defaults={n: v.default for n, v in variables.specs.items()} if variables is not None else {},
+            processes=getattr(mysql, "process_list", None), fe_host=getattr(self.fe, "host", "127.0.0.1"),
+        )  # fmt: skip
+
+    def _existing_db(self, db: str | None, ctx: SessionContext) -> str:
+        name = self._db_name(db, ctx)
+        if not infoschema.is_schema(name):
+            self.fe.catalog.db(name)  # Unknown database
+        return name
+
+    async def _do_ShowTableStatus(self, s, ctx):
+        db_name = self._existing_db(s.db, ctx)
+        rows = infoschema.table_status(self.meta_context(ctx), db_name, s.like, s.where)
+        return StatementResult(columns=[ResultColumn(n, t) for n, t in infoschema.TABLE_STATUS_COLUMNS], rows=rows)
+
+    async def _do_ShowIndex(self, s, ctx):
+        # Doris lists inverted/bitmap/ngram indexes only; Galene tables have none.
+        self._table_or_schema(s.db, s.table, ctx)
+        return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=[])
+
+    async def _do_ShowPartitions(self, s, ctx):
+        _, table = self._table(s.db, s.table, ctx)
+        names = infoschema.PARTITIONS_COLUMNS
+        rows = _sort_rows(infoschema.partition_rows(table, s.where), s.order, names, "SHOW PARTITIONS")
+        rows = rows[: s.limit] if s.limit is not None else rows
+        return StatementResult(columns=_cols(*names), rows=[tuple(r[n] for n in names) for r in rows])
+
+    async def _do_ShowData(self, s, ctx):
+        meta = self.meta_context(ctx)
+        if s.table is not None:
+            db_name, table = self._table(s.db, s.table, ctx)
+            names, rows = infoschema.DATA_TABLE_COLUMNS, infoschema.data_rows(meta, db_name, table)
+        elif s.db or ctx.database:
+            db_name = self._existing_db(s.db, ctx)
+            names, rows = infoschema.DATA_DB_COLUMNS, infoschema.data_rows(meta, db_name, None, s.order)
+        else:
+            names, rows = infoschema.DATA_ALL_DB_COLUMNS, infoschema.all_db_data_rows(meta)
+        return StatementResult(columns=_cols(*names), rows=rows)
+
+    async def _do_ShowStreamLoad(self, s, ctx):
+        db_name = self._existing_db(s.db, ctx)
+        names = infoschema.STREAM_LOAD_COLUMNS
+        rows = [r for r in infoschema.stream_load_rows(self.meta_context(ctx), db_name) if show.row_matches(s.where, r)]
+        rows = _sort_rows(rows, s.order, names, "SHOW STREAM LOAD")
+        rows = rows[: s.limit] if s.limit is not None else rows
+        return StatementResult(columns=_cols(*names), rows=[tuple(r[n] for n in names) for r in rows])
+
+    async def _do_ShowTransaction(self, s, ctx):
+        db_name = self._existing_db(s.db, ctx)
+        meta = self.meta_context(ctx)
+        txn = infoschema.find_transaction(meta, db_name, s.where)
+        return StatementResult(
+            columns=_cols(*infoschema.TRANSACTION_COLUMNS), rows=[infoschema.transaction_row(meta, txn)]
+        )
+
+    async def _do_ShowProcesslist(self, s, ctx):
+        rows = infoschema.processlist_rows(self.meta_context(ctx), s.full)
+        return StatementResult(columns=[ResultColumn(n, t) for n, t in infoschema.PROCESSLIST_COLUMNS], rows=rows)
+
+    async def _do_Explain(self, s, ctx):
+        """EXPLAIN [VERBOSE] <query>: the engine's plan (Spark's `EXPLAIN [EXTENDED]` of the
+        translated query over the same snapshot views), one row per line."""
+        verbose = bool({"VERBOSE", "EXTENDED", "ALL"} & set(s.level.split()))
+        out = await self._run_query(s.query, ctx, explain="EXTENDED" if verbose else "")
+        text = "\n".join(str(v) for v in out.table.column(0).to_pylist()) if out.table.num_columns else ""
+        rows = [(line,) for line in text.rstrip().splitlines()]
+        return StatementResult(columns=_cols("Explain String(Nereids Planner)", types={}), rows=rows)
 
     # --- streaming jobs (galene/fe/jobs.py runs them) -----------------------------------
     async def _do_CreateJob(self, s, ctx):
@@ -476,3 +576,36 @@ def _tags(props: dict | None) -> dict[str, str]:
 
 def _like_filter(values: list[str], pattern: str | None) -> list[str]:
     return [v for v in values if like_match(v, pattern)]
+
+
+def _reads_schema(expr, ctx: SessionContext) -> bool:
+    """Whether a query names an information_schema table (cheap: no tree walk for most queries)."""
+    if infoschema.is_schema(ctx.database):
+        return True
+    return any(infoschema.is_schema(t.db) for t in expr.find_all(exp.Table) if t.db)
+
+
+def _sort_rows(rows: list[dict], order, names: list[str], what: str) -> list[dict]:
+    """ORDER BY of a SHOW statement over its columns (numbers compare as numbers)."""
+    if order is None:
+        return rows
+    for ordered in reversed(order.expressions):
+        key = ordered.this.name
+        col = next((n for n in names if n.lower() == key.lower()), None)
+        if col is None:
+            raise AnalysisError(f"Title name[{key}] does not exist in {what}")
+
+        def sort_key(r, c=col):
+            v = r[c]
+            return (0, float(v), "") if isinstance(v, str) and _is_number(v) else (1, 0.0, str(v))
+
+        rows = sorted(rows, key=sort_key, reverse=bool(ordered.args.get("desc")))
+    return rows
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

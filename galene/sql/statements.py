@@ -286,6 +286,63 @@ class AlterJob(Statement):
     properties: dict[str, str] = field(default_factory=dict)
 
 
+# --- metadata for tools (galene/sql/information_schema.py builds the rows) --------------------
+@dataclass
+class ShowTableStatus(Statement):
+    db: str | None = None
+    like: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass
+class ShowIndex(Statement):
+    db: str | None
+    table: str
+
+
+@dataclass
+class ShowPartitions(Statement):
+    db: str | None
+    table: str
+    where: exp.Expr | None = None
+    order: exp.Expr | None = None
+    limit: int | None = None
+
+
+@dataclass
+class ShowData(Statement):
+    db: str | None = None
+    table: str | None = None  # SHOW DATA FROM [db.]t; None: the database's tables
+    order: exp.Expr | None = None
+
+
+@dataclass
+class ShowStreamLoad(Statement):
+    db: str | None = None
+    where: exp.Expr | None = None
+    order: exp.Expr | None = None
+    limit: int | None = None
+
+
+@dataclass
+class ShowTransaction(Statement):
+    db: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass
+class ShowProcesslist(Statement):
+    full: bool = False
+
+
+@dataclass
+class Explain(Statement):
+    """EXPLAIN [VERBOSE | … PLAN] <query>: the engine's plan of the query."""
+
+    query: exp.Expr
+    level: str = ""  # the level words as written, upper-cased ("VERBOSE", "SHAPE PLAN")
+
+
 @dataclass
 class Other(Statement):
     """Anything Galene does not classify; the executor answers "not supported"."""
@@ -411,7 +468,40 @@ def _classify_show(node: exp.Show, sql: str) -> Statement:
         return ShowLoad(db=db, where=where, order=node.args.get("order"), limit=limit, sql=sql)
     if what == "VARIABLES":
         return ShowVariables(like=_like(node), global_=bool(node.args.get("global_")), where=where, sql=sql)
+    metadata = _classify_show_metadata(node, what, db, target, where, sql)
+    if metadata is not None:
+        return metadata
     return Other(sql=sql)
+
+
+def _limit_value(node: exp.Expr) -> int | None:
+    limit = node.args.get("limit")
+    if limit is None:
+        return None
+    value = limit.expression if isinstance(limit, exp.Limit) else limit
+    return int(value.name) if value is not None and value.name.isdigit() else None
+
+
+def _classify_show_metadata(
+    node: exp.Show, what: str, db: str | None, target: str | None, where: exp.Expr | None, sql: str
+) -> Statement | None:
+    """The SHOW statements tools send for metadata (rows: galene/sql/information_schema.py)."""
+    order = node.args.get("order")
+    if what == "TABLE STATUS":
+        return ShowTableStatus(db=db, like=_like(node), where=where, sql=sql)
+    if what == "INDEX" and target:
+        return ShowIndex(db=db, table=target, sql=sql)
+    if what == "PARTITIONS" and target:
+        return ShowPartitions(db=db, table=target, where=where, order=order, limit=_limit_value(node), sql=sql)
+    if what == "DATA":
+        return ShowData(db=db, table=target, order=order, sql=sql)
+    if what == "STREAM LOAD":
+        return ShowStreamLoad(db=db, where=where, order=order, limit=_limit_value(node), sql=sql)
+    if what == "TRANSACTION":
+        return ShowTransaction(db=db, where=where, sql=sql)
+    if what == "PROCESSLIST":
+        return ShowProcesslist(full=bool(node.args.get("full")), sql=sql)
+    return None
 
 
 def _classify_create(node: exp.Create, sql: str) -> Statement:
@@ -668,6 +758,8 @@ def classify(node: exp.Expr, sql: str) -> Statement:
         return ShowTablets(db=db, table=table, partitions=partitions, sql=sql)
     if isinstance(node, AdminCompactNode):
         return _classify_admin_compact(node, sql)
+    if isinstance(node, exp.Describe) and isinstance(node.this, exp.Query):
+        return Explain(query=node.this, level=(node.text("style") or "").upper(), sql=sql)
     if isinstance(node, exp.Describe):
         if isinstance(node.this, exp.Table) and node.this.name:
             db, table = _table_parts(node.this)
