@@ -232,6 +232,10 @@ class SparkEngine:
                     builder = builder.config(k, v)
             # create(), not getOrCreate(): always a session of our own, never another's default.
             return builder.create()
+        # PySpark marks the whole process as Connect-mode (an environment variable) once any
+        # Connect session was made; a classic session asked for afterwards (tests that run
+        # both engines in one process) would then fail with CONNECT_URL_NOT_SET.
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
         builder = builder.master(self.master)
         for k, v in self.conf.items():
             builder = builder.config(k, v)
