@@ -632,7 +632,7 @@ class SessionSql:
                 (n, TEXT) for n in ("Engine", "Support", "Comment", "Transactions", "XA", "Savepoints")
             ]
             rows = [
-                ("Olap engine", "DEFAULT", "Default storage engine of Doris", "YES", "NO", "NO"),
+                ("Olap engine", "YES", "Default storage engine of Doris", "NO", "NO", "NO"),
                 ("MySQL", "YES", "MySQL server which data is in it", "NO", "NO", "NO"),
             ]
         elif kind == "CHARACTER SET":

@@ -545,3 +545,16 @@ def test_processlist_and_kill(node, shop):
     finally:
         worker.join(120)
         victim.close()
+
+
+def test_show_collation_character_set_and_engines(node):
+    with connect(node) as conn:
+        names, rows = query(conn, "SHOW COLLATION")
+        assert names == ["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"]
+        assert ("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1) in rows
+        names, rows = query(conn, "SHOW CHARACTER SET")
+        assert names == ["Charset", "Description", "Default collation", "Maxlen"]
+        assert rows == [("utf8mb4", "UTF-8 Unicode", "utf8mb4_0900_bin", 4)]
+        names, rows = query(conn, "SHOW ENGINES")
+        assert names == ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"]
+        assert rows[0] == ("Olap engine", "YES", "Default storage engine of Doris", "NO", "NO", "NO")
