@@ -391,6 +391,7 @@ class SqlExecutor:
             variables=ctx.variables, global_variables=variables.values if variables is not None else {},
             variable_defaults={n: v.default for n, v in variables.specs.items()} if variables is not None else {},
             processes=getattr(mysql, "process_list", None), fe_host=getattr(self.fe, "host", "127.0.0.1"),
+            user_host=getattr(ctx, "user_host", "%") or "%",
         )  # fmt: skip
 
     def _existing_db(self, db: str | None, ctx: SessionContext) -> str:

@@ -100,6 +100,7 @@ class MetaContext:
     processes: Callable[[], list[ProcessInfo]] | None = None
     fe_host: str = "127.0.0.1"
     now: float = field(default_factory=time.time)
+    user_host: str = "%"  # the host pattern of the session's account ('name'@'host')
     _can_see: Any = None
 
     def can_see(self, db: str, table: str | None = None) -> bool:
@@ -109,7 +110,7 @@ class MetaContext:
         if self._can_see is False:
             return True
         try:
-            return bool(self._can_see(self.state, self.user, db, table))
+            return bool(self._can_see(self.state, self.principal(), db, table))
         except Exception:  # a failing privilege check hides the object, never shows it
             log.exception("can_see(%r, %r, %r) failed", self.user, db, table)
             return False
@@ -120,10 +121,17 @@ class MetaContext:
             from galene.fe import auth
         except ImportError:
             return True
-        check, identity_of = getattr(auth, "is_admin", None), getattr(auth, "identity_of", None)
-        if check is None or identity_of is None:
-            return True
-        return bool(check(self.state, identity_of(self.user)))
+        check = getattr(auth, "is_admin", None)
+        return True if check is None else bool(check(self.state, self.principal()))
+
+    def principal(self) -> Any:
+        """The session's account for the auth module: its Identity ('name'@'host'), or the name."""
+        try:
+            from galene.fe import auth
+        except ImportError:
+            return self.user
+        identity_of = getattr(auth, "identity_of", None)
+        return identity_of(self.user, self.user_host) if identity_of is not None else self.user
 
 
 def _auth_can_see() -> Callable | None:

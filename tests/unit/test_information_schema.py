@@ -451,3 +451,37 @@ def test_show_warnings_and_errors_list_the_last_error():
     assert s.handle("SHOW WARNINGS", INFO).rows == [("Error", 1105, "errCode = 2, detailMessage = boom")]
     assert s.handle("SHOW ERRORS", INFO).rows == [("Error", 1105, "errCode = 2, detailMessage = boom")]
     assert [c for c, _ in s.handle("SHOW ERRORS", INFO).columns] == ["Level", "Code", "Message"]
+
+
+def test_auth_module_hook(state, monkeypatch):
+    """With galene.fe.auth present, rows pass its can_see with the session's account, and
+    PROCESSLIST / USER_PRIVILEGES show others' rows to admins only."""
+    import sys
+    import types
+
+    calls = []
+    fake = types.ModuleType("galene.fe.auth")
+    fake.identity_of = lambda user, host="%": f"'{user}'@'{host}'"
+
+    def can_see(st_, who, db, table=None):
+        calls.append((who, db, table))
+        return db != "other"
+
+    fake.can_see = can_see
+    fake.is_admin = lambda st_, who: who == "'root'@'%'"
+    monkeypatch.setitem(sys.modules, "galene.fe.auth", fake)
+    import galene.fe
+
+    monkeypatch.setattr(galene.fe, "auth", fake, raising=False)
+    bob = ctx_for(state, user="bob", user_host="10.0.0.%")
+    assert [r[1] for r in IS.rows("schemata", bob)] == ["information_schema", "shop"]
+    assert {r[2] for r in IS.rows("tables", bob) if r[1] != "information_schema"} == {"orders", "events"}
+    assert ("'bob'@'10.0.0.%'", "shop", "orders") in calls
+    procs = [
+        IS.ProcessInfo(1, "root", "h:1", CREATED, None, "Sleep", 0, "OK", ""),
+        IS.ProcessInfo(2, "bob", "h:2", CREATED, None, "Sleep", 0, "OK", ""),
+    ]
+    bob.processes = lambda: procs
+    assert [r[1] for r in IS.processlist_rows(bob)] == [2]
+    root = ctx_for(state, user="root", processes=lambda: procs)
+    assert [r[1] for r in IS.processlist_rows(root)] == [1, 2]
