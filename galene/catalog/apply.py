@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from galene.catalog.model import JOB_TASK_HISTORY, CatalogState, JobStatistic, JobTask, StreamingJob
+from galene.catalog.model import (
+    JOB_TASK_HISTORY,
+    CatalogState,
+    JobStatistic,
+    JobTask,
+    SchemaVersion,
+    StreamingJob,
+)
 from galene.meta import ops
 
 
@@ -70,6 +77,87 @@ def _(op: ops.RenameTable, state: CatalogState) -> None:
 @_apply.register
 def _(op: ops.SetTableProperties, state: CatalogState) -> None:
     state.tables[op.table_id].properties.update(op.properties)
+
+
+@_apply.register
+def _(op: ops.AlterTable, state: CatalogState) -> None:
+    table = state.tables.get(op.table_id)
+    if table is None:
+        return
+    if op.previous_columns is not None:
+        table.schema_history.append(SchemaVersion(version=table.schema_version, columns=op.previous_columns))
+        table.schema_version = op.schema_version
+    table.columns = op.columns
+    table.key_columns = op.key_columns
+    table.partition_columns = op.partition_columns
+    table.distribution_columns = op.distribution_columns
+    table.properties = op.properties
+    table.comment = op.comment
+    table.update_time = op.time or table.update_time
+
+
+@_apply.register
+def _(op: ops.ReplaceTable, state: CatalogState) -> None:
+    db = state.databases.get(op.db_id)
+    a = state.tables.get(op.table_id)
+    b = state.tables.get(op.other_id)
+    if db is None or a is None or b is None:
+        return
+    a_name, b_name = a.name, b.name
+    b.name = a_name
+    db.tables[a_name] = b.id
+    if op.swap:
+        a.name = b_name
+        db.tables[b_name] = a.id
+    else:
+        db.tables.pop(b_name, None)
+        del state.tables[a.id]
+        for r in a.rowsets:  # a query that bound `a` before keeps reading them for the grace
+            _retire(state, r.files, op.time)
+
+
+@_apply.register
+def _(op: ops.CreateView, state: CatalogState) -> None:
+    db = state.databases.get(op.view.db_id)
+    if db is not None:
+        db.views[op.view.name] = op.view
+
+
+@_apply.register
+def _(op: ops.DropView, state: CatalogState) -> None:
+    db = state.databases.get(op.db_id)
+    if db is not None:
+        db.views.pop(op.name, None)
+
+
+@_apply.register
+def _(op: ops.RenameView, state: CatalogState) -> None:
+    db = state.databases.get(op.db_id)
+    view = db.views.pop(op.name, None) if db is not None else None
+    if view is not None:
+        view.name = op.new_name
+        db.views[op.new_name] = view
+
+
+@_apply.register
+def _(op: ops.SetMvRefresh, state: CatalogState) -> None:
+    table = state.tables.get(op.table_id)
+    mv = table.mtmv if table is not None else None
+    if mv is None:
+        return
+    mv.refresh_state = op.refresh_state
+    if op.refresh_state == "REFRESHING":
+        mv.last_refresh_start = op.time
+        mv.last_refresh_error = ""
+        return
+    mv.last_refresh_finish = op.time
+    mv.last_refresh_error = op.error
+    mv.last_refresh_txn = op.txn_id or mv.last_refresh_txn
+    if op.refresh_state == "SUCCESS":
+        mv.state = "NORMAL"
+        mv.refresh_count += 1
+        if op.base_versions is not None:
+            mv.base_versions = dict(op.base_versions)
 
 
 @_apply.register

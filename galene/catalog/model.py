@@ -33,6 +33,11 @@ class Column(msgspec.Struct, kw_only=True):
     default: str | None = None  # literal text as written, None = no default
     comment: str = ""
     hidden: bool = False  # e.g. the delete sign; not shown by SELECT * / DESC
+    # Stable within the table (Doris' col_unique_id): assigned at CREATE, kept by RENAME and
+    # MODIFY, never reused. Rowset files name columns as they were called when written; a
+    # reader maps them to today's columns by this id (engine/scan.py). 0 = a table created
+    # before column ids (ids 1..n in column order are assigned at its first schema change).
+    id: int = 0
 
 
 class Partition(msgspec.Struct, kw_only=True):
@@ -63,6 +68,41 @@ class Rowset(msgspec.Struct, kw_only=True, gc=False):
     files: list[str] = msgspec.field(default_factory=list)  # paths relative to the storage root
     num_rows: int = 0
     data_size: int = 0
+    # The table's schema version its files were written with (`Table.schema_version` of the
+    # Table struct the writer held); `Table.schema_history` has that version's columns.
+    schema_version: int = 0
+
+
+class SchemaVersion(msgspec.Struct, kw_only=True):
+    """The storage columns (with ids) a table had at an older schema version."""
+
+    version: int
+    columns: list[Column]
+
+
+class MaterializedView(msgspec.Struct, kw_only=True):
+    """What makes a Table an async materialized view (CREATE MATERIALIZED VIEW): its query,
+    refresh rule and the state of its last refresh. Each refresh is one INSERT OVERWRITE."""
+
+    query_sql: str  # the query after AS, as written (run in the MV's database)
+    build: str = "IMMEDIATE"  # IMMEDIATE | DEFERRED
+    method: str = "COMPLETE"  # COMPLETE | AUTO (Galene refreshes completely either way)
+    trigger: str = "MANUAL"  # MANUAL | SCHEDULE | COMMIT
+    interval: int = 0  # ON SCHEDULE EVERY interval unit
+    unit: str = ""  # SECOND | MINUTE | HOUR | DAY | WEEK
+    starts: str = ""  # STARTS 'yyyy-MM-dd HH:mm:ss' (session time), "" = from creation
+    column_names: list[str] = msgspec.field(default_factory=list)  # `mv (c1, c2)` as written
+    definer: str = ""
+    state: str = "INIT"  # Doris' MTMVState: INIT | NORMAL | SCHEMA_CHANGE
+    refresh_state: str = "INIT"  # Doris' RefreshState: INIT | REFRESHING | SUCCESS | FAIL
+    last_refresh_start: float = 0.0
+    last_refresh_finish: float = 0.0
+    last_refresh_error: str = ""
+    last_refresh_txn: int = 0
+    refresh_count: int = 0
+    # Base tables (str(id) -> visible version) the last successful refresh read (SyncWithBaseTables).
+    # String keys: a Table travels to BEs as JSON.
+    base_versions: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class Table(msgspec.Struct, kw_only=True):
@@ -85,6 +125,12 @@ class Table(msgspec.Struct, kw_only=True):
     update_time: float = 0.0
     visible_version: int = 1
     rowsets: list[Rowset] = msgspec.field(default_factory=list)
+    # Schema change without rewriting files (ALTER TABLE ADD/DROP/MODIFY/RENAME COLUMN): the
+    # current version, and the storage columns (with ids) of every older version a rowset may
+    # have been written with. See "Views, schema change, materialized views" in ARCHITECTURE.
+    schema_version: int = 0
+    schema_history: list[SchemaVersion] = msgspec.field(default_factory=list)
+    mtmv: MaterializedView | None = None  # set for an async materialized view
 
     def column(self, name: str) -> Column | None:
         lname = name.lower()
@@ -122,10 +168,51 @@ def snapshot(table: Table) -> Table:
     return msgspec.structs.replace(table, rowsets=list(table.rowsets))
 
 
+def columns_at(table: Table, schema_version: int) -> list[Column]:
+    """The storage columns (hidden ones too, with ids) of files written at `schema_version`."""
+    if schema_version == table.schema_version:
+        return table.columns
+    for old in table.schema_history:
+        if old.version == schema_version:
+            return old.columns
+    # Never logged by the FE: a version is kept as long as the table lives.
+    raise KeyError(f"table {table.name} has no schema version {schema_version}")
+
+
+def with_column_ids(columns: list[Column]) -> list[Column]:
+    """`columns` with an id each: unchanged when all have one; else (a table created before
+    column ids, or a new table) ids 1..n in column order. Copies; never mutates."""
+    if columns and all(c.id for c in columns):
+        return columns
+    return [msgspec.structs.replace(c, id=i + 1) for i, c in enumerate(columns)]
+
+
+class View(msgspec.Struct, kw_only=True):
+    """A (logical) view: its definition, expanded by the translator wherever it is read.
+
+    `sql` is Doris' inline view definition: the query as written, its table references
+    qualified as `internal`.`db`.`t`; names in it resolve in the view's database (`db_id`).
+    `columns` are the output columns (names, types) found when the view was defined (DESC,
+    information_schema); `column_names` the explicit list `v (c1, c2)`, [] when none.
+    """
+
+    id: int
+    db_id: int
+    name: str
+    sql: str
+    columns: list[Column] = msgspec.field(default_factory=list)
+    column_names: list[str] = msgspec.field(default_factory=list)
+    comment: str = ""
+    definer: str = ""
+    create_time: float = 0.0
+    update_time: float = 0.0
+
+
 class Database(msgspec.Struct, kw_only=True):
     id: int
     name: str
     tables: dict[str, int] = msgspec.field(default_factory=dict)  # name -> table id
+    views: dict[str, View] = msgspec.field(default_factory=dict)  # name -> view (shares tables' names)
     labels: dict[str, int] = msgspec.field(default_factory=dict)  # label -> txn id
     properties: dict[str, str] = msgspec.field(default_factory=dict)
     create_time: float = 0.0

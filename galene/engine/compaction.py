@@ -22,6 +22,7 @@ caller commits it with `CatalogService.compact_rowsets` (one journal op, no new 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -34,16 +35,17 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, MapType, StringType
 
-from galene.catalog.model import DELETE_SIGN, Rowset, Table
+from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 from galene.engine import write as w
 from galene.engine.scan import (
     VERSION_COL,
     _aggregate,
     _key_columns,
+    file_read_plan,
     file_uri,
     read_parquet,
-    spark_schema,
+    union_tree,
 )
 
 log = logging.getLogger(__name__)
@@ -80,8 +82,26 @@ def new_rowset_ids(jobs: list[TabletCompaction]) -> dict[int, str]:
 
 
 def input_frame(spark: SparkSession, table: Table, jobs: list[TabletCompaction], storage_uri: str) -> DataFrame:
-    """Every row of the jobs' rowsets (all columns, hidden ones too) with VERSION_COL and TABLET_COL."""
-    schema = spark_schema(table, include_hidden=True)
+    """Every row of the jobs' rowsets (all columns, hidden ones too) with VERSION_COL and TABLET_COL,
+    in the table's current columns: rowsets written before a schema change are read with their
+    own schema and mapped by column id (galene.engine.scan), so the output has today's schema."""
+    by_schema: dict[int, dict[int, tuple[TabletCompaction, list[Rowset]]]] = {}
+    for j in jobs:
+        for r in j.rowsets:
+            by_schema.setdefault(r.schema_version, {}).setdefault(j.tablet_id, (j, []))[1].append(r)
+    frames = []
+    for version, parts in sorted(by_schema.items(), key=lambda kv: (kv[0] != table.schema_version, kv[0])):
+        schema, projection = file_read_plan(table, columns_at(table, version), include_hidden=True)
+        group = [dataclasses.replace(j, rowsets=rowsets) for j, rowsets in parts.values()]
+        df = _input_frame(spark, schema, group, storage_uri)
+        if projection is not None:
+            df = df.select(*projection, F.col(VERSION_COL), F.col(TABLET_COL))
+        frames.append(df)
+    return union_tree(frames)
+
+
+def _input_frame(spark: SparkSession, schema, jobs: list[TabletCompaction], storage_uri: str) -> DataFrame:
+    """The jobs' rowsets (all written with one schema) read with `schema`, plus VERSION_COL and TABLET_COL."""
     entries: dict[str, list[int]] = {}
     plain = True
     for j in jobs:

@@ -53,7 +53,7 @@ from pyspark.sql.types import (
     TimestampNTZType,
 )
 
-from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table
+from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 
 VERSION_COL = "__galene_version"
@@ -115,8 +115,7 @@ def table_frame(
     if not rowsets:
         return empty_frame(spark, spark_schema(table, include_hidden=False))
     if table.keys_type == "DUP_KEYS":
-        paths = [file_uri(storage_uri, f) for r in rowsets for f in r.files]
-        return read_parquet(spark, spark_schema(table, include_hidden=False), paths)
+        return _versioned_read(spark, table, rowsets, storage_uri, False, include_hidden=False)
     keys = _key_columns(table)
     if not keys:
         raise GaleneError(f"table {table.name} of type {table.keys_type} has no key columns")
@@ -159,6 +158,74 @@ _file_names_of_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _probe_lock = threading.Lock()
 
 
+# --- schema versions ---------------------------------------------------------------------
+# A rowset's files hold the columns the table had when they were written (`Rowset.schema_version`,
+# `Table.schema_history`). They are read with that schema and mapped to today's columns by column
+# id: a renamed column is read under its old name, a dropped one is not read, an added one reads as
+# its default (or NULL), a widened type is cast. Files are never rewritten for a schema change
+# (compaction writes its output with the current schema). Rowsets of the current version, the
+# usual case, are read exactly as before: no projection.
+
+
+def _sql_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _default_value(c: Column) -> SparkColumn:
+    """What a row written before column `c` existed reads as: its default, else NULL."""
+    t = spark_type(c.type.to_spark_ddl())
+    default = c.default
+    if default is None or default.upper().startswith(("CURRENT_TIMESTAMP", "CURRENT_DATE", "NOW")):
+        return F.lit(None).cast(t)
+    return F.lit(default).cast(t)
+
+
+def file_read_plan(
+    table: Table, file_columns: list[Column], include_hidden: bool
+) -> tuple[StructType, list[SparkColumn] | None]:
+    """(read schema, projection) for files written with `file_columns`: the projection maps them
+    to the table's current columns (all, or the visible ones); None when they are current."""
+    if file_columns is table.columns:
+        return spark_schema(table, include_hidden), None
+    target = table.columns if include_hidden else table.visible_columns()
+    by_id = {c.id: c for c in file_columns if c.id}
+    read: list[StructField] = []
+    projection: list[SparkColumn] = []
+    for c in target:
+        old = by_id.get(c.id) if c.id else None
+        if old is None:
+            projection.append(_default_value(c).alias(c.name))
+            continue
+        read.append(StructField(old.name, spark_type(old.type.to_spark_ddl()), True))
+        col = F.col(_sql_name(old.name))
+        if old.type.to_spark_ddl() != c.type.to_spark_ddl():
+            col = col.cast(spark_type(c.type.to_spark_ddl()))
+        projection.append(col.alias(c.name))
+    if not read:  # every column these files have was dropped: read one, for the rows
+        first = file_columns[0]
+        read.append(StructField(first.name, spark_type(first.type.to_spark_ddl()), True))
+    return StructType(read), projection
+
+
+def schema_groups(table: Table, rowsets: list[Rowset]) -> list[tuple[list[Column], list[Rowset]]]:
+    """The rowsets by the schema their files were written with (the current one first)."""
+    groups: dict[int, list[Rowset]] = defaultdict(list)
+    for r in rowsets:
+        groups[r.schema_version].append(r)
+    order = sorted(groups, key=lambda v: (v != table.schema_version, v))
+    return [(columns_at(table, v), groups[v]) for v in order]
+
+
+def union_tree(frames: list[DataFrame]) -> DataFrame:
+    """UNION ALL (by position) as a balanced tree: depth log2(n), never a chain as deep as n."""
+    while len(frames) > 1:
+        frames = [
+            frames[i].unionAll(frames[i + 1]) if i + 1 < len(frames) else frames[i]
+            for i in range(0, len(frames), 2)
+        ]
+    return frames[0]
+
+
 def _versioned_read(
     spark: SparkSession,
     table: Table,
@@ -166,9 +233,29 @@ def _versioned_read(
     storage_uri: str,
     with_version: bool,
     file_names: bool | None = None,
+    include_hidden: bool = True,
 ) -> DataFrame:
-    """All columns of the rowsets' files, plus VERSION_COL (the rowset version) if asked."""
-    schema = spark_schema(table, include_hidden=True)
+    """The rowsets' rows in the table's current columns (all, or the visible ones), plus
+    VERSION_COL (the rowset version) if asked."""
+    frames = []
+    for file_columns, group in schema_groups(table, rowsets):
+        schema, projection = file_read_plan(table, file_columns, include_hidden)
+        df = _read_files(spark, schema, group, storage_uri, with_version, file_names)
+        if projection is not None:
+            df = df.select(*projection, *([F.col(VERSION_COL)] if with_version else []))
+        frames.append(df)
+    return union_tree(frames)
+
+
+def _read_files(
+    spark: SparkSession,
+    schema: StructType,
+    rowsets: list[Rowset],
+    storage_uri: str,
+    with_version: bool,
+    file_names: bool | None = None,
+) -> DataFrame:
+    """The rowsets' files read with `schema`, plus VERSION_COL (the rowset version) if asked."""
     paths = [file_uri(storage_uri, f) for r in rowsets for f in r.files]
     if not with_version:
         return read_parquet(spark, schema, paths)

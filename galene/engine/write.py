@@ -426,7 +426,12 @@ def _collect(records: pa.Table, table: Table, rowset_ids: dict[int, str]) -> Wri
         tid = r["tablet_id"]
         rs = by_tablet.get(tid)
         if rs is None:
-            rs = by_tablet[tid] = Rowset(id=rowset_ids[tid], tablet_id=tid, partition_id=r["partition_id"])
+            rs = by_tablet[tid] = Rowset(
+                id=rowset_ids[tid],
+                tablet_id=tid,
+                partition_id=r["partition_id"],
+                schema_version=table.schema_version,  # the tasks wrote `table`'s storage schema
+            )
         rs.files.append(r["file"])
         rs.num_rows += r["num_rows"]
         rs.data_size += r["data_size"]

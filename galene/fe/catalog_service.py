@@ -15,7 +15,18 @@ from collections import Counter
 
 import msgspec
 
-from galene.catalog.model import Backend, CatalogState, Database, JobTask, Rowset, StreamingJob, Table, Txn
+from galene.catalog.model import (
+    Backend,
+    CatalogState,
+    Database,
+    JobTask,
+    Rowset,
+    StreamingJob,
+    Table,
+    Txn,
+    View,
+    with_column_ids,
+)
 from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
 from galene.meta import ops
 from galene.meta.store import MetaStore
@@ -52,6 +63,13 @@ class SubLabelConflict(GaleneError):
     def __init__(self, conflicts: dict[str, int]):
         super().__init__(f"labels already loaded by other transactions: {conflicts}")
         self.conflicts = conflicts
+
+
+def wrong_object(db_name: str, name: str, expected: str, actual: str, drop: bool = True) -> AnalysisError:
+    """Doris' ERR_WRONG_OBJECT for a statement naming the wrong kind of object (a DROP names
+    the statement that fits)."""
+    hint = f" Use 'DROP {actual} {db_name}.{name}'." if drop else ""
+    return AnalysisError(f"'{db_name}.{name}' is not {expected}.{hint}")
 
 
 class CatalogService:
@@ -141,30 +159,145 @@ class CatalogService:
             db = self.db(db_name)
             alloc, high = self._allocator()
             table = build_table(db.id, alloc, time.time())
-            if table.name in db.tables:
+            if table.name in db.tables or table.name in db.views:
                 if if_not_exists:
                     return None
                 raise AnalysisError(f"Table '{table.name}' already exists")
+            # Stable column ids (schema change maps old files to today's columns by them).
+            table = msgspec.structs.replace(table, columns=with_column_ids(table.columns))
             self.store.log(ops.CreateTable(table=table, next_id=high()))
             return table
 
-    def drop_table(self, db_name: str, table_name: str, if_exists: bool = False) -> bool:
+    def drop_table(self, db_name: str, table_name: str, if_exists: bool = False, kind: str = "TABLE") -> bool:
+        """DROP TABLE (kind TABLE) or DROP MATERIALIZED VIEW (kind MATERIALIZED VIEW)."""
         with self.lock:
             db = self.db(db_name)
+            if table_name in db.views:
+                raise wrong_object(db_name, table_name, kind, "VIEW")
             if table_name not in db.tables:
                 if if_exists:
                     return False
                 raise unknown_table(table_name, db_name)
-            self.store.log(ops.DropTable(db_id=db.id, table_id=db.tables[table_name]))
+            table = self.state.tables[db.tables[table_name]]
+            actual = "MATERIALIZED VIEW" if table.mtmv is not None else "TABLE"
+            if actual != kind:
+                raise wrong_object(db_name, table_name, kind, actual)
+            self.store.log(ops.DropTable(db_id=db.id, table_id=table.id))
             return True
 
     def rename_table(self, db_name: str, table_name: str, new_name: str) -> None:
+        """ALTER TABLE t RENAME t2 / RENAME TABLE t TO t2 (a view too: Doris renames either)."""
         with self.lock:
             db = self.db(db_name)
-            table = self.table(db_name, table_name)
-            if new_name in db.tables:
+            if table_name == new_name:
+                raise AnalysisError("Same table name")
+            if new_name in db.tables or new_name in db.views:
                 raise AnalysisError(f"Table '{new_name}' already exists")
+            if table_name in db.views:
+                self.store.log(ops.RenameView(db_id=db.id, name=table_name, new_name=new_name))
+                return
+            table = self.table(db_name, table_name)
             self.store.log(ops.RenameTable(db_id=db.id, table_id=table.id, new_name=new_name))
+
+    def replace_table(self, db_name: str, table_name: str, other_name: str, swap: bool) -> None:
+        """ALTER TABLE a REPLACE WITH TABLE b: one journal op (atomic for every reader)."""
+        with self.lock:
+            db = self.db(db_name)
+            for name in (table_name, other_name):
+                if name in db.views:
+                    raise wrong_object(db_name, name, "TABLE", "VIEW", drop=False)
+            a = self.table(db_name, table_name)
+            b = self.table(db_name, other_name)
+            if a.id == b.id:
+                raise AnalysisError("Same table name")
+            self.store.log(
+                ops.ReplaceTable(db_id=db.id, table_id=a.id, other_id=b.id, swap=swap, time=time.time())
+            )
+
+    def alter_table(self, db_name: str, table_name: str, change) -> Table:
+        """ALTER TABLE … columns / comment: `change(table)` returns the AlterTable op's fields
+        (see galene.sql.ddl.alter_table), computed and logged under the lock."""
+        with self.lock:
+            db = self.db(db_name)
+            if table_name in db.views:
+                raise wrong_object(db_name, table_name, "TABLE", "VIEW", drop=False)
+            table = self.table(db_name, table_name)
+            fields = change(table)
+            self.store.log(ops.AlterTable(table_id=table.id, time=time.time(), **fields))
+            return table
+
+    # --- views ------------------------------------------------------------------------
+    def view(self, db_name: str, name: str) -> View | None:
+        """The view `name` of the database, or None (a table, or nothing, by that name)."""
+        db = self.db(db_name)
+        view = db.views.get(name)
+        if view is None:  # names are case-sensitive, but be forgiving when unambiguous (as tables)
+            matches = [v for n, v in db.views.items() if n.lower() == name.lower()]
+            if len(matches) == 1 and not any(n.lower() == name.lower() for n in db.tables):
+                view = matches[0]
+        return view
+
+    def create_view(
+        self, db_name: str, build_view, *, or_replace: bool = False, if_not_exists: bool = False, alter: bool = False
+    ) -> View | None:
+        """CREATE [OR REPLACE] VIEW / ALTER VIEW. `build_view(view_id, now, existing)` returns the
+        View (existing: the view it replaces, or None)."""
+        with self.lock:
+            db = self.db(db_name)
+            alloc, high = self._allocator()
+            view = build_view(alloc(), time.time(), None)
+            existing = db.views.get(view.name)
+            if view.name in db.tables:
+                if alter or or_replace:
+                    raise wrong_object(db_name, view.name, "VIEW", "TABLE", drop=False)
+                if if_not_exists:
+                    return None
+                raise AnalysisError(f"Table '{view.name}' already exists")
+            if existing is None and alter:
+                raise unknown_table(view.name, db_name)
+            if existing is not None:
+                if if_not_exists:
+                    return None
+                if not (or_replace or alter):
+                    raise AnalysisError(f"Table '{view.name}' already exists")
+                view = build_view(existing.id, time.time(), existing)
+                self.store.log(ops.CreateView(view=view))
+                return view
+            self.store.log(ops.CreateView(view=view, next_id=high()))
+            return view
+
+    def drop_view(self, db_name: str, name: str, if_exists: bool = False) -> bool:
+        with self.lock:
+            db = self.db(db_name)
+            if name not in db.views:
+                if name in db.tables:
+                    kind = "MATERIALIZED VIEW" if self.state.tables[db.tables[name]].mtmv else "TABLE"
+                    raise wrong_object(db_name, name, "VIEW", kind)
+                if if_exists:
+                    return False
+                raise unknown_table(name, db_name)
+            self.store.log(ops.DropView(db_id=db.id, name=name))
+            return True
+
+    # --- materialized views (galene/fe/mtmv.py refreshes them) ---------------------------
+    def set_mv_refresh(
+        self, table_id: int, refresh_state: str, *, error: str = "", txn_id: int = 0, base_versions=None
+    ) -> bool:
+        with self.lock:
+            table = self.state.tables.get(table_id)
+            if table is None or table.mtmv is None:
+                return False
+            self.store.log(
+                ops.SetMvRefresh(
+                    table_id=table_id,
+                    refresh_state=refresh_state,
+                    time=time.time(),
+                    error=error[:4096],
+                    txn_id=txn_id,
+                    base_versions=dict(base_versions) if base_versions is not None else None,
+                )
+            )
+            return True
 
     def set_table_properties(self, db_name: str, table_name: str, properties: dict[str, str]) -> None:
         with self.lock:

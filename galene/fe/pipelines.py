@@ -35,7 +35,7 @@ from galene.fe import insert as ins
 from galene.fe.mysql_server import StatementResult
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
-from galene.sql.translate import to_spark_sql
+from galene.sql.translate import ViewDefinition, to_spark_sql
 
 log = logging.getLogger(__name__)
 
@@ -78,18 +78,26 @@ class Pipelines:
         self.fe = executor.fe
 
     # --- planning -------------------------------------------------------------------
-    def plan_query(self, expr: exp.Expr, ctx, snapshots: dict | None = None) -> tuple[str, dict]:
+    def plan_query(
+        self, expr: exp.Expr, ctx, snapshots: dict | None = None, view_overrides: dict | None = None
+    ) -> tuple[str, dict]:
         """Spark SQL for a Doris query, and the view name -> (table, version) it reads.
 
         `snapshots` overrides what a table name reads: (db, name) -> Table (e.g. a table
-        restricted to some partitions' rowsets)."""
+        restricted to some partitions' rowsets); `view_overrides` (db, name) -> ViewDefinition
+        a view's definition (CREATE/ALTER VIEW checks the one it is about to store)."""
         views: dict[str, tuple[Table, int]] = {}
         bound: dict[tuple[str, str], str] = {}
 
-        def resolve(db: str | None, name: str) -> str:
+        def resolve(db: str | None, name: str) -> str | ViewDefinition:
             db_name = self.executor._db_name(db, ctx)
             key = (db_name, name)
+            if key in (view_overrides or {}):
+                return view_overrides[key]
             if key not in bound:
+                view = None if key in (snapshots or {}) else self.fe.catalog.view(db_name, name)
+                if view is not None:  # expanded by the translator, its names resolved here too
+                    return view_definition(view, db_name)
                 table = (snapshots or {}).get(key) or snapshot(self.fe.catalog.table(db_name, name))
                 view = f"__galene_w{table.id}_v{table.visible_version}_{next(_VIEW_SEQ)}"
                 views[view] = (table, table.visible_version)
@@ -480,6 +488,12 @@ class Pipelines:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+def view_definition(view, db_name: str) -> ViewDefinition:
+    """What the translator expands for a reference to `view` (a catalog View of `db_name`)."""
+    return ViewDefinition(db=db_name, name=view.name, sql=view.sql, columns=tuple(view.column_names))
+
 
 
 def _truthy(value) -> bool:

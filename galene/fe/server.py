@@ -22,6 +22,7 @@ from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import CompactionService
 from galene.fe.http_api import FeHttpApi
 from galene.fe.jobs import JobRunner
+from galene.fe.mtmv import MvScheduler
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
@@ -68,6 +69,7 @@ class FeServer:
         self.fs, self.root = filesystem_for(cfg.storage_uri)
         self.compaction = CompactionService(self)
         self.jobs = JobRunner(self)  # streaming jobs (CREATE JOB … ON STREAMING)
+        self.mtmv = MvScheduler(self)  # async materialized views' refreshes
 
     @property
     def state(self):
@@ -126,11 +128,13 @@ class FeServer:
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
         self.compaction.start()
         self.jobs.start()
+        self.mtmv.start()
         log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
 
     async def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
+        await self.mtmv.stop()
         await self.jobs.stop()
         await self.compaction.stop()
         await self.backends.stop()

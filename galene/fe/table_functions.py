@@ -79,6 +79,11 @@ class TableFunctionViews:
                     asyncio.to_thread(plan_source, spec, files), budget, "planning S3 source", peer=spec.endpoint_text
                 )
                 self.views[text] = _View(view, "s3", spec=spec, files=listed, schema=schema)
+            elif name == "mv_infos":  # the async materialized views of a database (galene/fe/mtmv.py)
+                database = props.get("database") or props.get("Database")
+                if not database:
+                    raise AnalysisError('mv_infos() needs "database"="<db>"')
+                self.views[text] = _View(view, "arrow", table=self.fe.mtmv.mv_infos_table(database))
             else:
                 kind = (props.get("type") or "").lower()
                 if kind != "insert":

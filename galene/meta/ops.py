@@ -10,7 +10,18 @@ from __future__ import annotations
 
 import msgspec
 
-from galene.catalog.model import Backend, Database, JobStatistic, JobTask, Rowset, StreamingJob, Table, Txn
+from galene.catalog.model import (
+    Backend,
+    Column,
+    Database,
+    JobStatistic,
+    JobTask,
+    Rowset,
+    StreamingJob,
+    Table,
+    Txn,
+    View,
+)
 
 
 class _Op(msgspec.Struct, tag=True, kw_only=True):
@@ -44,6 +55,64 @@ class RenameTable(_Op):
 class SetTableProperties(_Op):
     table_id: int
     properties: dict[str, str]
+
+
+class AlterTable(_Op):
+    """ALTER TABLE … ADD/DROP/MODIFY/RENAME COLUMN, MODIFY COMMENT: the table's new definition.
+
+    No file is rewritten. When the storage columns change, `schema_version` is the new version
+    and `previous_columns` the storage columns (with ids) files written so far have: apply keeps
+    them in `Table.schema_history` so readers map old files to today's columns by id."""
+
+    table_id: int
+    columns: list[Column]
+    key_columns: list[str]
+    partition_columns: list[str]
+    distribution_columns: list[str]
+    properties: dict[str, str]
+    comment: str
+    schema_version: int
+    previous_columns: list[Column] | None = None  # None: storage unchanged (comments only)
+    time: float = 0.0
+
+
+class ReplaceTable(_Op):
+    """ALTER TABLE a REPLACE WITH TABLE b [PROPERTIES('swap'='true'|'false')], atomically:
+    b takes a's name; with swap a takes b's name, without it a is dropped (its files retired)."""
+
+    db_id: int
+    table_id: int  # a
+    other_id: int  # b
+    swap: bool
+    time: float = 0.0
+
+
+class CreateView(_Op):
+    """CREATE [OR REPLACE] VIEW / ALTER VIEW: the view under its name (replacing one)."""
+
+    view: View
+
+
+class DropView(_Op):
+    db_id: int
+    name: str
+
+
+class RenameView(_Op):
+    db_id: int
+    name: str
+    new_name: str
+
+
+class SetMvRefresh(_Op):
+    """A materialized view's refresh began (REFRESHING) or ended (SUCCESS | FAIL)."""
+
+    table_id: int
+    refresh_state: str
+    time: float
+    error: str = ""
+    txn_id: int = 0
+    base_versions: dict[str, int] | None = None  # on SUCCESS: the base tables it read (str(id) -> version)
 
 
 class BeginTxn(_Op):
@@ -199,6 +268,12 @@ Op = (
     | DropTable
     | RenameTable
     | SetTableProperties
+    | AlterTable
+    | ReplaceTable
+    | CreateView
+    | DropView
+    | RenameView
+    | SetMvRefresh
     | BeginTxn
     | PrecommitTxn
     | CommitTxn

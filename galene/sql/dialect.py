@@ -131,6 +131,78 @@ class AlterJob(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": True}
 
 
+class KeyColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """`c INT KEY` in ALTER TABLE … ADD COLUMN: the column joins the table's keys (Doris)."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {}
+
+
+class AlterTableClauses(exp.Expression):
+    """`ALTER TABLE t <clause>[, <clause>…]` for the schema-change clauses sqlglot does not read
+    (or reads differently): this = Table, expressions = the clause nodes below."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
+
+
+class AddColumnsClause(exp.Expression):
+    """`ADD COLUMN def [FIRST | AFTER c]` or `ADD COLUMN (def, …) [FIRST | AFTER c]`."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"expressions": True, "first": False, "after": False}
+
+
+class DropColumnClause(exp.Expression):
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
+class ModifyColumnClause(exp.Expression):
+    """`MODIFY COLUMN def [FIRST | AFTER c]`; a def without a type changes the comment only."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "first": False, "after": False}
+
+
+class RenameColumnClause(exp.Expression):
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+
+
+class ModifyCommentClause(exp.Expression):
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
+class ReplaceWithTableClause(exp.Expression):
+    """`REPLACE WITH TABLE b [PROPERTIES ('swap' = 'true' | 'false')]`."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": False}
+
+
+class CreateMaterializedView(exp.Expression):
+    """`CREATE MATERIALIZED VIEW [IF NOT EXISTS] mv [(cols)] [BUILD …] [REFRESH …] [[DUPLICATE] KEY(…)]
+    [COMMENT '…'] [DISTRIBUTED BY …] [PROPERTIES (…)] AS <query>` (Doris' async MV).
+
+    this = Table, columns = ColumnDefs (names, optional comments), build/method/trigger/unit =
+    upper-case strings, interval = int, starts = str, properties = Property nodes (keys, comment,
+    distribution, PROPERTIES pairs), expression = the query; meta["query_sql"] its text."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "columns": False,
+        "exists": False,
+        "build": False,
+        "method": False,
+        "trigger": False,
+        "interval": False,
+        "unit": False,
+        "starts": False,
+        "properties": False,
+        "expression": True,
+    }
+
+
+class RefreshMaterializedView(exp.Expression):
+    """`REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]`."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "method": False}
+
+
 class OrderedShow(exp.Show):
     """A Doris SHOW with ORDER BY (SHOW [STREAM] LOAD, PARTITIONS, DATA): Show's args and `order`."""
 
@@ -231,6 +303,7 @@ class Galene(Doris):
             ):
                 action = self._curr.text.upper()
                 self._advance(2)
+            "CREATE MATERIALIZED VIEW": lambda self: self._parse_show_mysql("CREATE MATERIALIZED VIEW", target=True),
                 if action == "CREATE":
                     return self._parse_create_job()
                 if action == "ALTER":
@@ -268,8 +341,150 @@ class Galene(Doris):
                 self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
             return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
 
+            # Async materialized views (schema objects).
+            if self._curr is not None and self._next is not None:
+                words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
+                if words == ["CREATE", "MATERIALIZED", "VIEW"]:
+                    self._advance(3)
+                    return self._parse_create_mtmv()
+                if words == ["REFRESH", "MATERIALIZED", "VIEW"]:
+                    self._advance(3)
+                    table = self._parse_table_parts()
+                    method = self._curr.text.upper() if self._match_texts(("COMPLETE", "AUTO")) else None
+                    return self.expression(RefreshMaterializedView(this=table, method=method))
         def _parse_job_control(self, action: str) -> exp.Expr:
             exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
+        def _parse_create_mtmv(self) -> exp.Expr:
+            exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
+            table = self._parse_table_parts(schema=True)
+            columns = (
+                self._parse_wrapped_csv(self._parse_named_column)
+                if self._match(TokenType.L_PAREN, advance=False)
+                else []
+            )
+            args: dict[str, t.Any] = {"this": table, "columns": columns, "exists": exists}
+            props: list[exp.Expr] = []
+            while self._curr is not None and not self._match(TokenType.ALIAS):
+                if self._match_text_seq("BUILD"):
+                    if not self._match_texts(("IMMEDIATE", "DEFERRED")):
+                        self.raise_error("Expected IMMEDIATE or DEFERRED after BUILD")
+                    args["build"] = self._prev.text.upper()
+                elif self._match_text_seq("REFRESH"):
+                    if self._match_texts(("COMPLETE", "AUTO", "INCREMENTAL")):
+                        args["method"] = self._prev.text.upper()
+                    if self._match_text_seq("ON"):
+                        if self._match_texts(("MANUAL", "COMMIT")):
+                            args["trigger"] = self._prev.text.upper()
+                        elif self._match_text_seq("SCHEDULE", "EVERY"):
+                            args["trigger"] = "SCHEDULE"
+                            number = self._parse_number()
+                            if number is None or not self._curr:
+                                self.raise_error("Expected EVERY <n> <unit>")
+                            args["interval"] = int(number.name)
+                            self._advance()
+                            args["unit"] = self._prev.text.upper()
+                            if self._match_text_seq("STARTS"):
+                                starts = self._parse_string()
+                                args["starts"] = starts.name if starts is not None else ""
+                        else:
+                            self.raise_error("Expected MANUAL, COMMIT or SCHEDULE after REFRESH … ON")
+                elif self._match_text_seq("DUPLICATE", "KEY") or self._match_text_seq("KEY"):
+                    props.append(self.expression(exp.DuplicateKeyProperty(expressions=self._parse_wrapped_id_vars())))
+                elif self._match(TokenType.COMMENT):
+                    props.append(self.expression(exp.SchemaCommentProperty(this=self._parse_string())))
+                elif self._match_text_seq("DISTRIBUTED"):
+                    props.append(self._parse_distributed_property())
+                elif self._match_text_seq("PROPERTIES"):
+                    props.extend(self._parse_job_properties())
+                elif self._match_text_seq("PARTITION", "BY"):
+                    self.raise_error("Galene's materialized views are not partitioned (no PARTITION BY)")
+                else:
+                    self.raise_error("Unexpected clause in CREATE MATERIALIZED VIEW")
+            start = self._curr
+            query = super()._parse_statement()
+            if not isinstance(query, exp.Query) or start is None:
+                self.raise_error("Expected AS <query> in CREATE MATERIALIZED VIEW")
+            args["properties"] = props
+            args["expression"] = query
+            node = self.expression(CreateMaterializedView(**args))
+            node.meta["query_sql"] = self.sql[start.start : self._prev.end + 1]
+            return node
+
+        def _parse_named_column(self) -> exp.Expr:
+            """`name [COMMENT '…']` of a view's or MV's column list."""
+            name = self._parse_id_var()
+            if name is None:
+                self.raise_error("Expected a column name")
+            constraints = []
+            if self._match(TokenType.COMMENT):
+                comment = exp.CommentColumnConstraint(this=self._parse_string())
+                constraints.append(exp.ColumnConstraint(kind=comment))
+            return self.expression(exp.ColumnDef(this=name, constraints=constraints))
+
+        def _parse_alter_table_clauses(self) -> exp.Expr | None:
+            """`ALTER TABLE t` + Galene's schema-change clauses; None (nothing consumed after the
+            table) when the first clause is one sqlglot reads."""
+            table = self._parse_table_parts()
+            clauses: list[exp.Expr] = []
+            while True:
+                clause = self._parse_alter_table_clause()
+                if clause is None:
+                    if clauses:
+                        self.raise_error("Unsupported clause in ALTER TABLE")
+                    return None
+                clauses.append(clause)
+                if not self._match(TokenType.COMMA):
+                    break
+            return self.expression(AlterTableClauses(this=table, expressions=clauses))
+
+        def _parse_position(self) -> dict[str, t.Any]:
+            if self._match_text_seq("FIRST"):
+                return {"first": True}
+            if self._match_text_seq("AFTER"):
+                return {"after": self._parse_id_var()}
+            return {}
+
+        def _column_position(self, cdef: exp.Expr) -> dict[str, t.Any]:
+            # sqlglot reads MySQL's `FIRST` / `AFTER c` into the column definition.
+            pos = cdef.args.get("position") if isinstance(cdef, exp.ColumnDef) else None
+            if pos is None:
+                return self._parse_position()
+            cdef.set("position", None)
+            if (pos.text("position") or "").upper() == "FIRST":
+                return {"first": True}
+            return {"after": exp.to_identifier(pos.this.name)}
+
+        def _parse_alter_table_clause(self) -> exp.Expr | None:
+            words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
+            if words[:2] == ["ADD", "COLUMN"]:
+                self._advance(2)
+                if self._match(TokenType.L_PAREN, advance=False):
+                    defs = self._parse_wrapped_csv(self._parse_field_def)
+                    return self.expression(AddColumnsClause(expressions=defs, **self._parse_position()))
+                cdef = self._parse_field_def()
+                return self.expression(AddColumnsClause(expressions=[cdef], **self._column_position(cdef)))
+            if words[:2] == ["DROP", "COLUMN"]:
+                self._advance(2)
+                return self.expression(DropColumnClause(this=self._parse_id_var()))
+            if words[:2] == ["MODIFY", "COLUMN"]:
+                self._advance(2)
+                cdef = self._parse_field_def()
+                return self.expression(ModifyColumnClause(this=cdef, **self._column_position(cdef)))
+            if words[:2] == ["RENAME", "COLUMN"]:
+                self._advance(2)
+                old = self._parse_id_var()
+                self._match_text_seq("TO")
+                return self.expression(RenameColumnClause(this=old, expression=self._parse_id_var()))
+            if words[:2] == ["MODIFY", "COMMENT"]:
+                self._advance(2)
+                return self.expression(ModifyCommentClause(this=self._parse_string()))
+            if words == ["REPLACE", "WITH", "TABLE"]:
+                self._advance(3)
+                other = self._parse_table_parts()
+                props = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
+                return self.expression(ReplaceWithTableClause(this=other, properties=props))
+            return None
+
             where = self._parse_where()
             if where is None:
                 self.raise_error(f"Expected WHERE jobname = '…' after {action} JOB")
@@ -568,6 +783,14 @@ class Galene(Doris):
             CreateJob: lambda self, e: self._create_job_sql(e),
             AlterJob: lambda self, e: (
                 f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
+            if (
+                curr is not None
+                and curr.token_type != TokenType.STRING
+                and curr.text.upper() == "KEY"
+                and not (self._next and self._next.token_type == TokenType.L_PAREN)
+            ):
+                self._advance()
+                return self.expression(exp.ColumnConstraint(kind=KeyColumnConstraint()))
             ),
             JobControl: lambda self, e: (
                 f"{e.name} JOB{' IF EXISTS' if e.args.get('exists') else ''}{self.sql(e, 'where')}"
@@ -620,3 +843,32 @@ def parse_one(sql: str) -> exp.Expr:
     import sqlglot
 
     return sqlglot.parse_one(sql, read=Galene)
+            if self._curr is not None and self._curr.text.upper() == "TABLE":
+                index = self._index
+                self._advance()
+                node = self._parse_alter_table_clauses()
+                if node is not None:
+                    return node
+                self._retreat(index)
+            KeyColumnConstraint: lambda self, e: "KEY",
+            AlterTableClauses: lambda self, e: f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}",
+            AddColumnsClause: lambda self, e: (
+                f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
+            ),
+            DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
+            ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
+            RenameColumnClause: lambda self, e: f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
+            ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
+            ReplaceWithTableClause: lambda self, e: (
+                f"REPLACE WITH TABLE {self.sql(e, 'this')}"
+                + (f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})" if _property_pairs(e) else "")
+            ),
+            CreateMaterializedView: lambda self, e: (
+                f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
+            ),
+            RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
+        def _position_sql(self, e: exp.Expr) -> str:
+            if e.args.get("first"):
+                return " FIRST"
+            return f" AFTER {self.sql(e, 'after')}" if e.args.get("after") is not None else ""
+

@@ -11,6 +11,7 @@ INSERT … SELECT and VALUES holding expressions run on Spark like any query.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -25,7 +26,7 @@ from galene.common.errors import AnalysisError, GaleneError, no_database_selecte
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
-from galene.fe.pipelines import Pipelines
+from galene.fe.pipelines import Pipelines, view_definition
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
 from galene.sql import show
@@ -147,12 +148,11 @@ class SqlExecutor:
                 return StatementResult(columns=_cols(label, "Table_type"), rows=[(n, "SYSTEM VIEW") for n in names])
             return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
         db = self.fe.catalog.db(db_name)
-        names = _like_filter(sorted(db.tables), getattr(s, "like", None))
+        names = _like_filter(sorted([*db.tables, *db.views]), getattr(s, "like", None))
         label = f"Tables_in_{db_name}"
         if s.full:
-            return StatementResult(
-                columns=_cols(label, "Table_type"), rows=[(n, "BASE TABLE") for n in names]
-            )
+            kinds = [("VIEW" if n in db.views else "BASE TABLE") for n in names]
+            return StatementResult(columns=_cols(label, "Table_type"), rows=list(zip(names, kinds, strict=True)))
         return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
 
     def _table(self, db: str | None, name: str, ctx: SessionContext) -> tuple[str, Table]:
@@ -165,21 +165,140 @@ class SqlExecutor:
             return infoschema.table_model(name)
         return self._table(db, name, ctx)[1]
 
+    def _view(self, db: str | None, name: str, ctx: SessionContext):
+        """The view `name` (None for a table or an information_schema name)."""
+        db_name = self._db_name(db, ctx)
+        return None if infoschema.is_schema(db_name) else self.fe.catalog.view(db_name, name)
+
     async def _do_ShowColumns(self, s, ctx):
+        view = self._view(s.db, s.table, ctx)
+        if view is not None:
+            names, rows = show.show_view_columns(view, s.full)
+            rows = [r for r in rows if like_match(r[0], getattr(s, "like", None))]
+            return StatementResult(columns=_cols(*names), rows=rows)
         table = self._table_or_schema(s.db, s.table, ctx)
         names, rows = show_columns(table, s.full)
         rows = [r for r in rows if like_match(r[0], getattr(s, "like", None))]
         return StatementResult(columns=_cols(*names), rows=rows)
 
     async def _do_Describe(self, s, ctx):
+        view = self._view(s.db, s.table, ctx)
+        if view is not None:
+            names, rows = show.describe_view(view, getattr(s, "all", False))
+            return StatementResult(columns=_cols(*names), rows=rows)
         table = self._table_or_schema(s.db, s.table, ctx)
         names, rows = describe(table, getattr(s, "all", False))
         return StatementResult(columns=_cols(*names), rows=rows)
 
     async def _do_ShowCreateTable(self, s, ctx):
+        view = self._view(s.db, s.table, ctx)
+        if view is not None:  # Doris answers SHOW CREATE TABLE on a view as SHOW CREATE VIEW
+            return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
         db_name, table = self._table(s.db, s.table, ctx)
         return StatementResult(
             columns=_cols("Table", "Create Table"), rows=[(table.name, show_create_table(table, db_name))]
+        )
+
+    # --- views, schema change, materialized views (schema objects) --------------------------
+    async def _do_CreateView(self, s, ctx):
+        """CREATE [OR REPLACE] VIEW / ALTER VIEW: the query is analysed by the engine (its output
+        columns; unknown names fail here), the definition stored with its tables qualified."""
+        from galene.catalog.model import Column, View
+        from galene.sql.ddl import qualify_table_names
+
+        db_name = self._db_name(s.db, ctx)
+        self.fe.catalog.db(db_name)
+        spark_sql, views = self.pipelines.plan_query(s.query, ctx)
+        await self.fe.wait_engine()
+        schema = await self._blocking(self.pipelines._query_schema, spark_sql, views)
+        names = [n for n, _ in s.columns] or [n for n, _ in schema]
+        if len(names) != len(schema):
+            raise AnalysisError("View's SELECT and view's field list have different column counts")
+        seen: set[str] = set()
+        for n in names:
+            if n.lower() in seen:
+                raise AnalysisError(f"Duplicate column name '{n}'")
+            seen.add(n.lower())
+        comments = dict(s.columns)
+        columns = [
+            Column(name=n, type=from_spark_type_name(t), comment=comments.get(n, ""))
+            for n, (_, t) in zip(names, schema, strict=True)
+        ]
+        definition = qualify_table_names(s.query_sql, ctx.database or db_name)
+        db = self.fe.catalog.db(db_name)
+        # The view as it will read, expanded through the views it reads: one that would reach
+        # itself (ALTER VIEW a AS … FROM b, where b reads a) or nest too deep is refused now.
+        explicit = [n for n, _ in s.columns]
+        this = view_definition(View(id=0, db_id=db.id, name=s.name, sql=definition, column_names=explicit), db_name)
+        probe = exp.select("*").from_(exp.Table(this=exp.to_identifier(s.name), db=exp.to_identifier(db_name)))
+        self.pipelines.plan_query(probe, ctx, view_overrides={(db_name, s.name): this})
+
+        def build(view_id, now, existing):
+            comment = s.comment if s.comment is not None else (existing.comment if existing else "")
+            return View(
+                id=view_id, db_id=db.id, name=s.name, sql=definition, columns=columns,
+                column_names=explicit, comment=comment, definer=ctx.user,
+                create_time=existing.create_time if existing else now, update_time=now,
+            )  # fmt: skip
+
+        await self._blocking(
+            functools.partial(
+                self.fe.catalog.create_view,
+                db_name,
+                build,
+                or_replace=s.or_replace,
+                if_not_exists=s.if_not_exists,
+                alter=s.alter,
+            )
+        )
+        return StatementResult()
+
+    async def _do_DropView(self, s, ctx):
+        await self._blocking(self.fe.catalog.drop_view, self._db_name(s.db, ctx), s.name, s.if_exists)
+        return StatementResult()
+
+    async def _do_ShowCreateView(self, s, ctx):
+        db_name = self._db_name(s.db, ctx)
+        view = self.fe.catalog.view(db_name, s.name)
+        if view is None:
+            self.fe.catalog.table(db_name, s.name)  # Unknown table … when there is nothing at all
+            raise AnalysisError(f"'{db_name}.{s.name}' is not VIEW")
+        return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
+
+    async def _do_AlterTableColumns(self, s, ctx):
+        """ALTER TABLE … ADD/DROP/MODIFY/RENAME COLUMN, MODIFY COMMENT: one journal op, no file
+        rewritten (rowsets keep their schema version; readers map columns by id)."""
+        from galene.sql.ddl import alter_table
+
+        actions = list(s.actions)
+        await self._blocking(
+            self.fe.catalog.alter_table, self._db_name(s.db, ctx), s.table, lambda t: alter_table(t, actions)
+        )
+        return StatementResult()
+
+    async def _do_ReplaceTable(self, s, ctx):
+        await self._blocking(
+            self.fe.catalog.replace_table, self._db_name(s.db, ctx), s.table, s.other, s.swap
+        )
+        return StatementResult()
+
+    async def _do_CreateMaterializedView(self, s, ctx):
+        return await self.fe.mtmv.create(s, ctx)
+
+    async def _do_RefreshMaterializedView(self, s, ctx):
+        return await self.fe.mtmv.refresh_statement(s, ctx)
+
+    async def _do_DropMaterializedView(self, s, ctx):
+        db_name = self._db_name(s.db, ctx)
+        await self._blocking(self.fe.catalog.drop_table, db_name, s.name, s.if_exists, "MATERIALIZED VIEW")
+        return StatementResult()
+
+    async def _do_ShowCreateMaterializedView(self, s, ctx):
+        db_name, table = self._table(s.db, s.name, ctx)
+        if table.mtmv is None:
+            raise AnalysisError(f"'{db_name}.{s.name}' is not MATERIALIZED VIEW")
+        return StatementResult(
+            columns=_cols(*show.SHOW_CREATE_MV_COLUMNS), rows=[(table.name, show.show_create_materialized_view(table))]
         )
 
     # --- system ---------------------------------------------------------------------
@@ -347,6 +466,9 @@ class SqlExecutor:
                 return functions.add_table(key, lambda: infoschema.arrow_table(name, self.meta_context(ctx)))
             key = (db_name, name)
             if key not in bound:
+                defined = self.fe.catalog.view(db_name, name)
+                if defined is not None:  # a (logical) view: the translator expands its definition
+                    return view_definition(defined, db_name)
                 table = snapshot(self.fe.catalog.table(db_name, name))
                 view = f"__galene_t{table.id}_v{table.visible_version}_{next(_VIEW_SEQ)}"
                 views[view] = (table, table.visible_version)

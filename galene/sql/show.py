@@ -290,3 +290,82 @@ def _same(a, b) -> bool:
     if type(a) is not type(b):
         return str(a).lower() == str(b).lower()
     return a == b if not isinstance(a, str) else a.lower() == b.lower()
+
+
+# --- views and materialized views -------------------------------------------------------------
+SHOW_CREATE_VIEW_COLUMNS = ["View", "Create View", "character_set_client", "collation_connection"]
+SHOW_CREATE_MV_COLUMNS = ["Materialized View", "Create Materialized View"]
+
+
+def show_create_view(view) -> str:
+    """SHOW CREATE VIEW's text, as Doris (2.1+) prints it: every output column, the comment,
+    the stored (qualified) definition."""
+    cols = ",".join(_view_column_sql(c) for c in view.columns)
+    comment = f" COMMENT {quote_string(view.comment, chr(39))}" if view.comment else ""
+    return f"CREATE VIEW {quote_ident(view.name)}\n({cols})\n{comment} AS {view.sql};"
+
+
+def _view_column_sql(c: Column) -> str:
+    return quote_ident(c.name) + (f" COMMENT {quote_string(c.comment, chr(39))}" if c.comment else "")
+
+
+def show_create_view_row(view) -> tuple:
+    return (view.name, show_create_view(view), "utf8mb4", "utf8mb4_0900_bin")
+
+
+def describe_view(view, all: bool = False) -> tuple[list[str], list[list]]:
+    """DESC v [ALL]: the view's output columns (nullable, no keys), as Doris lists them."""
+    rows: list[list] = []
+    for i, c in enumerate(view.columns):
+        if all:
+            rows.append(
+                [view.name if i == 0 else "", "DUP_KEYS" if i == 0 else "", c.name, c.type.to_desc(),
+                 _internal_type(c), "Yes", "false", None, "", "true", "", ""]
+            )  # fmt: skip
+        else:
+            rows.append([c.name, c.type.to_desc(), "Yes", "false", None, ""])
+    return (DESC_ALL_COLUMNS if all else DESC_COLUMNS), rows
+
+
+def show_view_columns(view, full: bool = False) -> tuple[list[str], list[list]]:
+    rows: list[list] = []
+    for c in view.columns:
+        if full:
+            rows.append([c.name, c.type.to_sql(), "", "YES", "NO", None, "", "", c.comment])
+        else:
+            rows.append([c.name, c.type.to_sql(), "YES", "NO", None, ""])
+    return (SHOW_FULL_COLUMNS_COLUMNS if full else SHOW_COLUMNS_COLUMNS), rows
+
+
+def mv_refresh_info(mv) -> str:
+    """Doris' MTMVRefreshInfo text: `BUILD IMMEDIATE REFRESH COMPLETE ON SCHEDULE EVERY 1 HOUR …`."""
+    trigger = f"ON {mv.trigger}"
+    if mv.trigger == "SCHEDULE":
+        trigger += f" EVERY {mv.interval} {mv.unit}" + (f" STARTS {mv.starts}" if mv.starts else "")
+    return f"BUILD {mv.build} REFRESH {mv.method} {trigger}"
+
+
+def show_create_materialized_view(table: Table) -> str:
+    """SHOW CREATE MATERIALIZED VIEW: the definition as it reads back (column names, refresh
+    rule, keys, comment, distribution, properties, query)."""
+    mv = table.mtmv
+    cols = ", ".join(_view_column_sql(c) for c in table.visible_columns())
+    lines = [f"CREATE MATERIALIZED VIEW {quote_ident(table.name)} ({cols})"]
+    trigger = f"ON {mv.trigger}"
+    if mv.trigger == "SCHEDULE":
+        starts = f" STARTS {quote_string(mv.starts, chr(39))}" if mv.starts else ""
+        trigger += f" EVERY {mv.interval} {mv.unit}{starts}"
+    lines.append(f"BUILD {mv.build} REFRESH {mv.method} {trigger}")
+    lines.append(f"{_KEYS_SQL[table.keys_type]}({', '.join(quote_ident(k) for k in table.key_columns)})")
+    lines.append("COMMENT " + quote_string(table.comment, "'"))
+    buckets = "AUTO" if table.buckets_auto else str(table.buckets)
+    if table.distribution_type == "HASH":
+        cols = ", ".join(quote_ident(c) for c in table.distribution_columns)
+        lines.append(f"DISTRIBUTED BY HASH({cols}) BUCKETS {buckets}")
+    else:
+        lines.append(f"DISTRIBUTED BY RANDOM BUCKETS {buckets}")
+    if table.properties:
+        props = ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties.items())
+        lines.append(f"PROPERTIES (\n{props}\n)")
+    lines.append(f"AS {mv.query_sql};")
+    return "\n".join(lines)

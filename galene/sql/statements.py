@@ -17,11 +17,19 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
+from galene.sql.dialect import AddColumnsClause as AddColumnsNode
 from galene.sql.dialect import AdminCompact as AdminCompactNode
 from galene.sql.dialect import AlterJob as AlterJobNode
-from galene.sql.dialect import AlterSystem, DescribeAll, Galene, LabeledInsertTarget
+from galene.sql.dialect import AlterSystem, AlterTableClauses, DescribeAll, Galene, LabeledInsertTarget
 from galene.sql.dialect import CreateJob as CreateJobNode
+from galene.sql.dialect import CreateMaterializedView as CreateMaterializedViewNode
+from galene.sql.dialect import DropColumnClause as DropColumnNode
 from galene.sql.dialect import JobControl as JobControlNode
+from galene.sql.dialect import ModifyColumnClause as ModifyColumnNode
+from galene.sql.dialect import ModifyCommentClause as ModifyCommentNode
+from galene.sql.dialect import RefreshMaterializedView as RefreshMaterializedViewNode
+from galene.sql.dialect import RenameColumnClause as RenameColumnNode
+from galene.sql.dialect import ReplaceWithTableClause as ReplaceWithTableNode
 from galene.sql.dialect import ShowTablets as ShowTabletsNode
 
 
@@ -286,6 +294,120 @@ class AlterJob(Statement):
     properties: dict[str, str] = field(default_factory=dict)
 
 
+# --- schema objects: views, schema change, materialized views ---------------------------------
+@dataclass
+class CreateView(Statement):
+    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [(c [COMMENT '…'], …)] [COMMENT '…'] AS query,
+    and ALTER VIEW v [(…)] AS query (`alter`)."""
+
+    db: str | None
+    name: str
+    query: exp.Expr
+    query_sql: str  # the query as written
+    columns: list[tuple[str, str]] = field(default_factory=list)  # (name, comment)
+    comment: str | None = None  # None: not given (ALTER VIEW keeps the view's)
+    or_replace: bool = False
+    if_not_exists: bool = False
+    alter: bool = False
+
+
+@dataclass
+class DropView(Statement):
+    db: str | None
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class ShowCreateView(Statement):
+    db: str | None
+    name: str
+
+
+@dataclass
+class AddColumns:
+    columns: list[exp.ColumnDef]
+    position: tuple[str, str | None] | None = None  # ("FIRST", None) | ("AFTER", column)
+
+
+@dataclass
+class DropColumn:
+    name: str
+
+
+@dataclass
+class ModifyColumn:
+    column: exp.ColumnDef  # without a type: MODIFY COLUMN c COMMENT '…'
+    position: tuple[str, str | None] | None = None
+
+
+@dataclass
+class RenameColumn:
+    old: str
+    new: str
+
+
+@dataclass
+class ModifyTableComment:
+    comment: str
+
+
+@dataclass
+class AlterTableColumns(Statement):
+    """ALTER TABLE t ADD/DROP/MODIFY/RENAME COLUMN …, MODIFY COMMENT '…' (clauses in order)."""
+
+    db: str | None
+    table: str
+    actions: list = field(default_factory=list)
+
+
+@dataclass
+class ReplaceTable(Statement):
+    """ALTER TABLE a REPLACE WITH TABLE b [PROPERTIES('swap' = 'true' | 'false')]."""
+
+    db: str | None
+    table: str
+    other: str
+    swap: bool = True
+
+
+@dataclass
+class CreateMaterializedView(Statement):
+    db: str | None
+    name: str
+    query: exp.Expr
+    query_sql: str
+    expr: exp.Expr  # the parsed statement (keys, comment, distribution, properties)
+    columns: list[tuple[str, str]] = field(default_factory=list)
+    if_not_exists: bool = False
+    build: str = "IMMEDIATE"
+    method: str = "COMPLETE"
+    trigger: str = "MANUAL"
+    interval: int = 0
+    unit: str = ""
+    starts: str = ""
+
+
+@dataclass
+class RefreshMaterializedView(Statement):
+    db: str | None
+    name: str
+    method: str | None = None
+
+
+@dataclass
+class DropMaterializedView(Statement):
+    db: str | None
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class ShowCreateMaterializedView(Statement):
+    db: str | None
+    name: str
+
+
 # --- metadata for tools (galene/sql/information_schema.py builds the rows) --------------------
 @dataclass
 class ShowTableStatus(Statement):
@@ -439,6 +561,13 @@ def _like(node: exp.Expr) -> str | None:
     return like.name if like is not None else None
 
 
+def _show_table(node: exp.Show) -> tuple[str | None, str]:
+    target = node.args.get("target")
+    if isinstance(target, exp.Table):
+        return _table_parts(target)
+    return _name(node.args.get("db")), target.name
+
+
 def _classify_show(node: exp.Show, sql: str) -> Statement:
     what = (node.name or "").upper()
     db = _name(node.args.get("db"))
@@ -454,6 +583,11 @@ def _classify_show(node: exp.Show, sql: str) -> Statement:
         return ShowColumns(db=db, table=target, full=full, like=_like(node), where=where, sql=sql)
     if what == "CREATE TABLE" and target:
         return ShowCreateTable(db=db, table=target, sql=sql)
+    if what == "CREATE VIEW" and target:
+        return ShowCreateView(db=db, name=target, sql=sql)
+    if what == "CREATE MATERIALIZED VIEW" and node.args.get("target") is not None:
+        mv_db, mv_name = _show_table(node)
+        return ShowCreateMaterializedView(db=mv_db, name=mv_name, sql=sql)
     if what == "CREATE DATABASE" and target:
         return ShowCreateDatabase(name=target, sql=sql)
     if what == "BACKENDS":
@@ -516,6 +650,11 @@ def _classify_create(node: exp.Create, sql: str) -> Statement:
             properties=_generic_properties(node),
             sql=sql,
         )
+    if kind == "VIEW":
+        props = node.args.get("properties")
+        if props is not None and props.find(exp.MaterializedProperty) is not None:
+            return Other(sql=sql)
+        return _classify_create_view(node, sql)
     if kind != "TABLE" or node.args.get("replace"):
         return Other(sql=sql)
     db, name = _table_parts(node.this)
@@ -548,6 +687,11 @@ def _classify_drop(node: exp.Drop, sql: str) -> Statement:
             force=bool(node.args.get("force")),
             sql=sql,
         )
+    if kind == "VIEW":
+        db, name = _table_parts(targets[0])
+        if node.args.get("materialized"):
+            return DropMaterializedView(db=db, name=name, if_exists=bool(node.args.get("exists")), sql=sql)
+        return DropView(db=db, name=name, if_exists=bool(node.args.get("exists")), sql=sql)
     if kind == "TABLE":
         db, name = _table_parts(targets[0])
         return DropTable(
@@ -561,6 +705,8 @@ def _classify_drop(node: exp.Drop, sql: str) -> Statement:
 
 
 def _classify_alter(node: exp.Alter, sql: str) -> Statement:
+    if (node.args.get("kind") or "").upper() == "VIEW":
+        return _classify_alter_view(node, sql)
     if (node.args.get("kind") or "").upper() != "TABLE":
         return Other(sql=sql)
     actions = node.args.get("actions") or []
@@ -740,10 +886,146 @@ def _classify_job_control(node: JobControlNode, sql: str) -> Statement:
     return JobControl(action=node.name.upper(), name=cond.expression.name, if_exists=bool(node.args.get("exists")), sql=sql)
 
 
+def query_text_after_as(sql: str) -> str:
+    """The text after the first top-level AS of a CREATE/ALTER [MATERIALIZED] VIEW: its query as
+    written (column lists and properties are in brackets, comments are strings)."""
+    depth = 0
+    for token in _tokenize(sql):
+        if token.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+        elif depth == 0 and token.token_type == TokenType.ALIAS:
+            return sql[token.end + 1 :].strip()
+    raise GaleneError("Expected AS <query>")
+
+
+def _named_columns(nodes) -> list[tuple[str, str]]:
+    out = []
+    for node in nodes or []:
+        comment = ""
+        if isinstance(node, exp.ColumnDef):
+            for c in node.args.get("constraints") or []:
+                kind = c.args.get("kind") if isinstance(c, exp.ColumnConstraint) else c
+                if isinstance(kind, exp.CommentColumnConstraint) and kind.this is not None:
+                    comment = kind.this.name
+        out.append((node.name, comment))
+    return out
+
+
+def _classify_create_view(node: exp.Create, sql: str) -> Statement:
+    target = node.this
+    columns = _named_columns(target.expressions) if isinstance(target, exp.Schema) else []
+    db, name = _table_parts(target)
+    props = node.args.get("properties")
+    comment_prop = props.find(exp.SchemaCommentProperty) if props else None
+    if node.args.get("replace") and node.args.get("exists"):
+        raise GaleneError("[OR REPLACE] and [IF NOT EXISTS] cannot used at the same time")
+    query = node.args.get("expression")
+    if not isinstance(query, exp.Query):
+        return Other(sql=sql)
+    return CreateView(
+        db=db,
+        name=name,
+        query=query,
+        query_sql=query_text_after_as(sql),
+        columns=columns,
+        comment=comment_prop.this.name if comment_prop is not None else None,
+        or_replace=bool(node.args.get("replace")),
+        if_not_exists=bool(node.args.get("exists")),
+        sql=sql,
+    )
+
+
+def _classify_alter_view(node: exp.Alter, sql: str) -> Statement:
+    actions = node.args.get("actions") or []
+    if len(actions) != 1 or not isinstance(actions[0], exp.Query):
+        return Other(sql=sql)
+    target = node.this
+    columns = _named_columns(target.expressions) if isinstance(target, exp.Schema) else []
+    db, name = _table_parts(target)
+    return CreateView(
+        db=db, name=name, query=actions[0], query_sql=query_text_after_as(sql), columns=columns, alter=True, sql=sql
+    )
+
+
+def _position(node: exp.Expr) -> tuple[str, str | None] | None:
+    if node.args.get("first"):
+        return ("FIRST", None)
+    after = node.args.get("after")
+    return ("AFTER", after.name) if after is not None else None
+
+
+def _classify_alter_table_clauses(node: AlterTableClauses, sql: str) -> Statement:
+    db, table = _table_parts(node.this)
+    clauses = node.expressions
+    replace = [c for c in clauses if isinstance(c, ReplaceWithTableNode)]
+    if replace:
+        if len(clauses) != 1:
+            raise GaleneError("REPLACE WITH TABLE cannot be combined with other ALTER TABLE clauses")
+        props = property_dict(replace[0].args.get("properties"))
+        swap = props.get("swap", "true").strip().lower() != "false"
+        _, other = _table_parts(replace[0].this)
+        return ReplaceTable(db=db, table=table, other=other, swap=swap, sql=sql)
+    actions: list = []
+    for c in clauses:
+        if isinstance(c, AddColumnsNode):
+            actions.append(AddColumns(columns=list(c.expressions), position=_position(c)))
+        elif isinstance(c, DropColumnNode):
+            actions.append(DropColumn(name=c.this.name))
+        elif isinstance(c, ModifyColumnNode):
+            actions.append(ModifyColumn(column=c.this, position=_position(c)))
+        elif isinstance(c, RenameColumnNode):
+            actions.append(RenameColumn(old=c.this.name, new=c.expression.name))
+        elif isinstance(c, ModifyCommentNode):
+            actions.append(ModifyTableComment(comment=c.this.name if c.this is not None else ""))
+    return AlterTableColumns(db=db, table=table, actions=actions, sql=sql)
+
+
+def _classify_create_mtmv(node: CreateMaterializedViewNode, sql: str) -> Statement:
+    db, name = _table_parts(node.this)
+    return CreateMaterializedView(
+        db=db,
+        name=name,
+        query=node.expression,
+        query_sql=node.meta.get("query_sql") or node.expression.sql(dialect=Galene),
+        expr=node,
+        columns=_named_columns(node.args.get("columns")),
+        if_not_exists=bool(node.args.get("exists")),
+        build=node.args.get("build") or "IMMEDIATE",
+        method=node.args.get("method") or "COMPLETE",
+        trigger=node.args.get("trigger") or "MANUAL",
+        interval=node.args.get("interval") or 0,
+        unit=node.args.get("unit") or "",
+        starts=node.args.get("starts") or "",
+        sql=sql,
+    )
+
+
+def _classify_rename_command(node: exp.Command, sql: str) -> Statement:
+    """`RENAME TABLE a TO b` (sqlglot keeps RENAME statements opaque)."""
+    words = (node.expression.name if node.expression is not None else "").split()
+    if len(words) == 4 and words[0].upper() == "TABLE" and words[2].upper() == "TO":
+        source = sqlglot.parse_one(words[1], read=Galene, into=exp.Table)
+        target = sqlglot.parse_one(words[3], read=Galene, into=exp.Table)
+        db, table = _table_parts(source)
+        return AlterTableRename(db=db, table=table, new_name=target.name, sql=sql)
+    return Other(sql=sql)
+
+
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
     if isinstance(node, CreateJobNode):
         return _classify_create_job(node, sql)
+    if isinstance(node, AlterTableClauses):
+        return _classify_alter_table_clauses(node, sql)
+    if isinstance(node, CreateMaterializedViewNode):
+        return _classify_create_mtmv(node, sql)
+    if isinstance(node, RefreshMaterializedViewNode):
+        db, name = _table_parts(node.this)
+        return RefreshMaterializedView(db=db, name=name, method=node.args.get("method"), sql=sql)
+    if isinstance(node, exp.Command) and (node.name or "").upper() == "RENAME":
+        return _classify_rename_command(node, sql)
     if isinstance(node, JobControlNode):
         return _classify_job_control(node, sql)
     if isinstance(node, AlterJobNode):

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from decimal import Decimal
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.time import format_time
 
 from galene.common.errors import GaleneError
 from galene.sql.dialect import Galene
 
-ResolveTable = Callable[[str | None, str], str]
+ResolveTable = Callable[[str | None, str], "str | ViewDefinition"]
 
 # --- time formats -----------------------------------------------------------------------
 # Python strftime directives (sqlglot's canonical form) → Java/Spark datetime patterns.
@@ -305,26 +307,86 @@ def _rewrite_function(node: exp.Expr) -> exp.Expr:
     return node
 
 
+# --- views ------------------------------------------------------------------------------
+# A resolver returns a ViewDefinition for a (logical) view: its definition replaces the reference
+# as a subquery, whose own names resolve in the view's database. Views are expanded breadth-first
+# from a work list (never by recursion into a view), at most MAX_VIEW_DEPTH levels deep; a view
+# that reaches itself is refused.
+MAX_VIEW_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class ViewDefinition:
+    db: str  # the view's database: names inside the definition resolve there
+    name: str
+    sql: str  # the view's query text (Doris' inline view definition)
+    columns: tuple[str, ...] = ()  # `CREATE VIEW v (c1, c2)`: the output column names
+
+
+@dataclass
+class _ViewExpansion:
+    pending: list[tuple[exp.Expr, str, tuple[tuple[str, str], ...]]] = field(default_factory=list)
+    chain: tuple[tuple[str, str], ...] = ()  # the views enclosing the tree being rewritten
+
+    def expand(self, table: exp.Table, view: ViewDefinition) -> None:
+        key = (view.db.lower(), view.name.lower())
+        path = " -> ".join(f"{d}.{n}" for d, n in (*self.chain, key))
+        if key in self.chain:
+            raise GaleneError(f"View `{view.db}`.`{view.name}` refers to itself: {path}")
+        if len(self.chain) >= MAX_VIEW_DEPTH:
+            raise GaleneError(f"Views are nested more than {MAX_VIEW_DEPTH} levels deep: {path}")
+        try:
+            inner = sqlglot.parse_one(view.sql, read=Galene)
+        except Exception as e:  # noqa: BLE001 - a stored definition that no longer parses
+            raise GaleneError(f"View `{view.db}`.`{view.name}` has an invalid definition: {e}") from None
+        _alias_projections(inner)
+        alias = exp.TableAlias(
+            this=exp.to_identifier(table.alias or view.name),
+            columns=[exp.to_identifier(c) for c in view.columns],
+        )
+        subquery = exp.Subquery(this=inner, alias=alias)
+        if table.args.get("pivots"):
+            subquery.set("pivots", table.args.get("pivots"))
+        table.replace(subquery)
+        self.pending.append((inner, view.db, (*self.chain, key)))
+
+
 # --- tables -----------------------------------------------------------------------------
-def _rewrite_tables(node: exp.Expr, resolve_table: ResolveTable, ctes: frozenset[str]) -> None:
-    if isinstance(node, exp.Table):
-        _rewrite_table(node, resolve_table, ctes)
-        # a Table's own children (joins, laterals, pivots) may hold further tables
+def _rewrite_tables(
+    node: exp.Expr, resolve_table: ResolveTable, ctes: frozenset[str], views: _ViewExpansion | None = None
+) -> None:
+    if isinstance(node, exp.Table) and _rewrite_table(node, resolve_table, ctes, views):
+        return  # a view: its definition is rewritten from the work list
+    # a Table's own children (joins, laterals, pivots) may hold further tables
     with_ = node.args.get("with_")
     if isinstance(with_, exp.With):
         ctes = ctes | {cte.alias_or_name.lower() for cte in with_.expressions}
     for child in list(node.iter_expressions()):
         if isinstance(child, exp.Identifier):
             continue
-        _rewrite_tables(child, resolve_table, ctes)
+        _rewrite_tables(child, resolve_table, ctes, views)
+
+
+def _rewrite_all_tables(tree: exp.Expr, resolve_table: ResolveTable) -> None:
+    """Every table reference of `tree`, and of the views it reads (expanded in place)."""
+    views = _ViewExpansion()
+    _rewrite_tables(tree, resolve_table, frozenset(), views)
+    while views.pending:
+        inner, db, views.chain = views.pending.pop()
+
+        def resolve_in_view(name_db: str | None, name: str, _db: str = db) -> str | ViewDefinition:
+            return resolve_table(name_db or _db, name)
+
+        _rewrite_tables(inner, resolve_in_view, frozenset(), views)
 
 
 # Table-valued functions Galene serves: S3(...) (galene/engine/s3source.py), jobs(...) and
-# tasks(...) (galene/fe/jobs.py). The statement's caller prepares each as an engine view before
+# tasks(...) (galene/fe/jobs.py), mv_infos(...) (galene/fe/mtmv.py). The statement's caller
+# prepares each as an engine view before
 # translating and installs a resolver here: (function name in lower case, its "k"="v"
 # properties, the call's SQL text) -> view name. A context variable, so the pipeline planner
 # (galene/fe/pipelines.py) resolves them without knowing about them.
-TABLE_FUNCTIONS = ("s3", "jobs", "tasks")
+TABLE_FUNCTIONS = ("s3", "jobs", "tasks", "mv_infos")
 ResolveFunction = Callable[[str, dict[str, str], str], str]
 table_function_resolver: ContextVar[ResolveFunction | None] = ContextVar("table_function_resolver", default=None)
 
@@ -342,31 +404,39 @@ def table_function_call(table: exp.Table) -> tuple[str, dict[str, str], str] | N
     return call.name.lower(), props, call.sql(dialect=Galene)
 
 
-def _rewrite_table(table: exp.Table, resolve_table: ResolveTable, ctes: frozenset[str]) -> None:
+def _rewrite_table(
+    table: exp.Table, resolve_table: ResolveTable, ctes: frozenset[str], views: _ViewExpansion | None = None
+) -> bool:
+    """Point a table reference at its engine view; True when it named a view (expanded)."""
     if not isinstance(table.this, exp.Identifier):
         found = table_function_call(table)
         if found is None:
-            return  # another table-valued function (e.g. numbers(...)): left to the engine
+            return False  # another table-valued function (e.g. numbers(...)): left to the engine
         resolver = table_function_resolver.get()
         if resolver is None:
             raise GaleneError(f"table function {found[0]}() is not supported in this statement")
         table.set("this", exp.to_identifier(resolver(*found)))
-        return
+        return False
     name = table.name
     db = table.db or None
     if db is None and name.lower() in ctes:
-        return
+        return False
     if table.args.get("partition") is not None:
         # The caller's view covers the whole table; silently reading every partition
         # would answer a different question.
         raise GaleneError(f"Reading named partitions of table '{name}' is not supported")
-    view = exp.to_table(resolve_table(db, name), dialect="spark")
+    resolved = resolve_table(db, name)
+    if isinstance(resolved, ViewDefinition):
+        (views or _ViewExpansion()).expand(table, resolved)
+        return True
+    view = exp.to_table(resolved, dialect="spark")
     table.set("this", view.this)
     table.set("db", view.args.get("db"))
     table.set("catalog", view.args.get("catalog"))
     if not table.args.get("alias"):
         # Column references qualified by the table name keep resolving.
         table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+    return False
 
 
 def _unqualify_databases(tree: exp.Expr) -> None:
@@ -429,9 +499,10 @@ def _alias_projections(query: exp.Expr) -> None:
 # --- entry point ------------------------------------------------------------------------
 def to_spark_sql(query: exp.Expr, resolve_table: ResolveTable) -> str:
     """Spark SQL for a Doris query. `resolve_table(db or None, name)` returns the Spark view
-    name for a table (and raises for an unknown one; the error propagates)."""
+    name for a table, or a ViewDefinition for a view (expanded in place), and raises for an
+    unknown one (the error propagates)."""
     tree = query.copy()
-    _rewrite_tables(tree, resolve_table, frozenset())
+    _rewrite_all_tables(tree, resolve_table)
     _unqualify_databases(tree)
     _alias_projections(tree)
     # Children before parents, so a rewritten node's arguments are already rewritten

@@ -37,6 +37,10 @@ DICTIONARY_PAGE_LIMIT = 128 << 10
 def storage_schema(table: Table) -> pa.Schema:
     """Arrow schema of the table's data files: every column (hidden ones too), in table order.
 
+    Files are written with the schema of the Table struct the writer holds and their rowset
+    records its `schema_version` (stamped here and by the engine's writer): after a schema
+    change, readers map older files to the current columns by column id (engine/scan.py).
+
     Fields are nullable in the files even for NOT NULL columns: the loader enforces NOT NULL,
     and uniform nullability keeps rowsets written before and after a schema change readable
     as one dataset.
@@ -100,6 +104,7 @@ def write_rowset(
         files=files,
         num_rows=data.num_rows,
         data_size=total_size,
+        schema_version=table.schema_version,
     )
 
 
@@ -250,7 +255,10 @@ class RowsetBuilder:
             first = tablet_id not in self._rowsets
             if first:
                 self._rowsets[tablet_id] = Rowset(
-                    id=new_rowset_id(), tablet_id=tablet_id, partition_id=partition_id
+                    id=new_rowset_id(),
+                    tablet_id=tablet_id,
+                    partition_id=partition_id,
+                    schema_version=self.table.schema_version,
                 )
                 self._files[tablet_id] = {}
                 self._next_file[tablet_id] = 0

@@ -22,11 +22,14 @@ from galene.catalog.model import (
     Database,
     JobStatistic,
     JobTask,
+    MaterializedView,
     Partition,
     Rowset,
     StreamingJob,
     Table,
     Txn,
+    View,
+    with_column_ids,
 )
 from galene.common.types import ColumnType
 from galene.meta import ops
@@ -111,14 +114,19 @@ class MetaStoreMachine(RuleBasedStateMachine):
                 )
             )
             next_id += 1 + buckets
+        # Some tables are materialized views (their refresh state changes by SetMvRefresh).
+        mtmv = MaterializedView(query_sql="SELECT 1", trigger="SCHEDULE", interval=2, unit="MINUTE") if data.draw(
+            st.booleans()
+        ) else None
         table = Table(
             id=table_id,
             db_id=db.id,
             name=name,
             columns=[
-                Column(name="k", type=ColumnType(name="INT"), is_key=True, nullable=False),
-                Column(name="v", type=ctype, comment=comment),
+                Column(name="k", type=ColumnType(name="INT"), is_key=True, nullable=False, id=1),
+                Column(name="v", type=ctype, comment=comment, id=2),
             ],
+            mtmv=mtmv,
             key_columns=["k"],
             partition_type="RANGE",
             partition_columns=["k"],
@@ -144,6 +152,91 @@ class MetaStoreMachine(RuleBasedStateMachine):
         if new_name in self.state.databases[table.db_id].tables:
             return
         self.store.log(ops.RenameTable(db_id=table.db_id, table_id=table.id, new_name=new_name))
+
+    # --- schema objects: schema change, REPLACE WITH TABLE, views, MV refreshes ----------------
+    @precondition(lambda self: self.state.tables)
+    @rule(data=st.data(), new_col=names, ctype=column_types, comment=text, storage=st.booleans(), t=times)
+    def alter_table(self, data, new_col, ctype, comment, storage, t):
+        """ADD COLUMN (storage: a new schema version, the old columns to the history) or a
+        comment-only change (same version)."""
+        table = self.pick_table(data)
+        columns = with_column_ids(table.columns)
+        previous = None
+        version = table.schema_version
+        if storage and table.column(new_col) is None:
+            next_id = max(c.id for c in columns) + 1
+            columns = [*columns, Column(name=new_col, type=ctype, default="0", id=next_id)]
+            previous = with_column_ids(table.columns)
+            version += 1
+        self.store.log(
+            ops.AlterTable(
+                table_id=table.id,
+                columns=columns,
+                key_columns=list(table.key_columns),
+                partition_columns=list(table.partition_columns),
+                distribution_columns=list(table.distribution_columns),
+                properties=dict(table.properties),
+                comment=comment,
+                schema_version=version,
+                previous_columns=previous,
+                time=t,
+            )
+        )
+
+    @precondition(lambda self: len(self.state.tables) >= 2)
+    @rule(data=st.data(), swap=st.booleans(), t=times)
+    def replace_table(self, data, swap, t):
+        a = self.pick_table(data)
+        b = self.pick_table(data)
+        if a.id == b.id or a.db_id != b.db_id:
+            return
+        self.store.log(ops.ReplaceTable(db_id=a.db_id, table_id=a.id, other_id=b.id, swap=swap, time=t))
+
+    @precondition(lambda self: self.state.databases)
+    @rule(data=st.data(), name=st.sampled_from(["v1", "v2", "v3"]), sql=text, comment=text, t=times)
+    def create_view(self, data, name, sql, comment, t):
+        db = self.state.databases[data.draw(st.sampled_from(sorted(self.state.databases)))]
+        existing = db.views.get(name)
+        view_id = existing.id if existing else self.alloc()
+        view = View(
+            id=view_id, db_id=db.id, name=name, sql=f"SELECT * FROM `internal`.`{db.name}`.`t` -- {sql}",
+            columns=[Column(name="k", type=ColumnType(name="INT"))], column_names=["k"] if comment else [],
+            comment=comment, definer="root", create_time=t, update_time=t,
+        )  # fmt: skip
+        self.store.log(ops.CreateView(view=view, next_id=0 if existing else view_id + 1))
+
+    def views(self) -> list[tuple[int, str]]:
+        return sorted((db.id, name) for db in self.state.databases.values() for name in db.views)
+
+    @precondition(lambda self: self.views())
+    @rule(data=st.data(), new_name=st.sampled_from(["v1", "v2", "v4"]), drop=st.booleans())
+    def drop_or_rename_view(self, data, new_name, drop):
+        db_id, name = data.draw(st.sampled_from(self.views()))
+        if drop:
+            self.store.log(ops.DropView(db_id=db_id, name=name))
+        elif new_name not in self.state.databases[db_id].views:
+            self.store.log(ops.RenameView(db_id=db_id, name=name, new_name=new_name))
+
+    @precondition(lambda self: any(t.mtmv for t in self.state.tables.values()))
+    @rule(
+        data=st.data(),
+        refresh_state=st.sampled_from(["REFRESHING", "SUCCESS", "FAIL"]),
+        error=text,
+        t=times,
+    )
+    def set_mv_refresh(self, data, refresh_state, error, t):
+        table_id = data.draw(st.sampled_from(sorted(tid for tid, t_ in self.state.tables.items() if t_.mtmv)))
+        versions = {str(tid): self.state.tables[tid].visible_version for tid in sorted(self.state.tables)[:2]}
+        self.store.log(
+            ops.SetMvRefresh(
+                table_id=table_id,
+                refresh_state=refresh_state,
+                time=t,
+                error=error if refresh_state == "FAIL" else "",
+                txn_id=table_id if refresh_state == "SUCCESS" else 0,
+                base_versions=versions if refresh_state == "SUCCESS" else None,
+            )
+        )
 
     @precondition(lambda self: self.state.tables)
     @rule(data=st.data(), props=st.dictionaries(names, text, max_size=3))
@@ -210,6 +303,7 @@ class MetaStoreMachine(RuleBasedStateMachine):
                         files=[f"data/{table.id}/{rowset_id}.parquet"],
                         num_rows=rows,
                         data_size=rows * 8,
+                        schema_version=table.schema_version,
                     )
                 )
         # A streaming job's batch: offset and statistics ride on the commit; sometimes with a
