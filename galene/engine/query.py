@@ -84,6 +84,7 @@ def _snapshot_key(table: Table, version: int, storage_uri: str) -> tuple:
         table.id,
         version,
         storage_uri,
+        table.schema_version,  # a column dropped and added again reads differently
         table.keys_type,
         tuple(table.key_columns),
         columns,

@@ -578,6 +578,11 @@ def copy_table_definition(source: Table, name: str, db_id: int, alloc, now: floa
         update_time=now,
         visible_version=1,
         rowsets=[],
+        # A new table: its schema starts at the source's columns (ids kept), with no history;
+        # LIKE copies a materialized view's table, not the view.
+        schema_version=0,
+        schema_history=[],
+        mtmv=None,
     )
 
 
