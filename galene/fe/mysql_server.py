@@ -1437,7 +1437,13 @@ def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
         naive = array.cast(pa.timestamp(t.unit)) if t.tz else array
         precision = ctype.precision if ctype.name == "DATETIME" else 0
         if precision == 0:
-            return pc.cast(naive.cast(pa.timestamp("s"), safe=False), pa.string())
+            seconds = naive.cast(pa.timestamp("s"), safe=False)
+            # A computed DATETIME(6) (STR_TO_DATE with %f, …) arrives without its scale: its
+            # fractions are printed, not dropped (a DATETIME(0) column never has any).
+            micros = naive.cast(pa.timestamp("us"), safe=False)
+            if not pc.any(pc.not_equal(micros, seconds.cast(pa.timestamp("us")))).as_py():
+                return pc.cast(seconds, pa.string())
+            precision = 6
         full = pc.cast(naive.cast(pa.timestamp("us"), safe=False), pa.string())
         return pc.utf8_slice_codeunits(full, 0, 20 + precision)
     if (

@@ -248,6 +248,8 @@ class Galene(Doris):
         FUNCTIONS: t.ClassVar[dict] = {
             **Doris.Parser.FUNCTIONS,
             **{name: _build_unit_delta(node, unit) for name, (node, unit) in _UNIT_ADD_FUNCTIONS.items()},
+            # sqlglot rewrites TO_DAYS into a DATEDIFF from year 0, which no engine date holds.
+            "TO_DAYS": lambda args: exp.Anonymous(this="TO_DAYS", expressions=args),
         }
 
         FUNCTION_PARSERS: t.ClassVar[dict] = {
