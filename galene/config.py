@@ -104,6 +104,25 @@ class Config:
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
     tcp_user_timeout_ms: int = 5000
     tcp_keepalive_idle_s: int = 5
+    # --- cluster: write canary, load routing, forwarding (docs/ARCHITECTURE.md "Cluster") ----
+    # The FE's write canary: a one-row load through each BE's real write path every interval
+    # (0: off), each stage under a deadline within the timeout; a BE whose canary failed this
+    # many rounds in a row is Writable=false in SHOW BACKENDS and gets no loads.
+    be_canary_interval_second: int = 5
+    be_canary_timeout_second: int = 5
+    be_canary_failure_times: int = 2
+    # Doris 3.1+: the `redirect-policy` used when a load sends none (direct | random-be | public |
+    # private | public-private; empty: Doris' default rule).
+    streamload_redirect_policy: str = ""
+    # Doris #55326: a group-commit load redirected to an endpoint that is not its table's owner
+    # BE (a load balancer) goes to `_stream_load_forward?forward_to=<owner>`; the BE forwards it.
+    enable_group_commit_streamload_be_forward: bool = True
+    # BE: the forward hop's connect deadline (past it, with no body byte sent, the receiving BE
+    # loads the data itself) and its deadline for the owner's answer once the body is sent.
+    be_forward_connect_timeout_second: int = 3
+    be_forward_timeout_second: int = 60
+    # Doris' debug points (POST /api/debug_point/add/{name}?timeout=…) on FE and BE: tests only.
+    enable_debug_points: bool = False
     # --- standalone wiring ----------------------------------------------------------
     fe_host: str = "127.0.0.1"  # where a BE finds its FE
     fe_http_port: int = 0  # BE side: FE's http port (default: http_port)

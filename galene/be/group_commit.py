@@ -584,6 +584,9 @@ class GroupCommitManager:
         mode = lh.group_commit
         if mode == "off_mode" or lh.no_group_commit or not self._small_enough(request, lh):
             return None
+        health = getattr(self.be, "health", None)
+        if health is not None and health.draining:
+            return None  # decommissioned: nothing new joins a group; loads run as plain loads
         auth = lh.auth
         if mode is None:
             try:

@@ -45,6 +45,9 @@ import struct
 import subprocess
 import sys
 import threading
+import time
+import traceback
+from collections import deque
 from pathlib import Path
 
 from galene.common.errors import GaleneError, error_message
@@ -77,6 +80,11 @@ class IngestWorker:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task | None = None
         self._pending: dict[int, asyncio.Future] = {}
+        # (request id, op, time.monotonic() it was queued), oldest first: the age of the oldest
+        # unanswered request says whether the worker (or its disk) is stuck (be/health.py).
+        self._sent: deque[tuple[int, str, float]] = deque()
+        self.last_answer = 0.0  # time.monotonic() of the worker's last answer
+        self.last_fsync = 0.0  # ... of its last WAL write answered (every write is fsynced)
         self._ids = itertools.count(1)
         self._start_lock: asyncio.Lock | None = None
         self._closed = False
@@ -144,6 +152,7 @@ class IngestWorker:
             return fut
         req_id = next(self._ids)
         self._pending[req_id] = fut
+        self._sent.append((req_id, op, time.monotonic()))
         self._outbox.append((req_id, op, args))
         if self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
@@ -160,6 +169,15 @@ class IngestWorker:
         assert self._writer is not None
         payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
         self._writer.write(_LEN.pack(len(payload)) + payload)
+
+    def oldest_pending(self) -> tuple[str, float] | None:
+        """(op, seconds waiting) of the oldest request the worker has not answered, or None."""
+        sent, pending = self._sent, self._pending
+        while sent and sent[0][0] not in pending:
+            sent.popleft()
+        if not sent:
+            return None
+        return sent[0][1], time.monotonic() - sent[0][2]
 
     def _fail(self, req_ids, message: str) -> None:
         for req_id in req_ids:
@@ -209,6 +227,7 @@ class IngestWorker:
             while True:
                 head = await reader.readexactly(_LEN.size)
                 (n,) = _LEN.unpack(head)
+                self.last_answer = time.monotonic()
                 for req_id, ok, result in pickle.loads(await reader.readexactly(n)):
                     if not req_id:  # a notice
                         self._notice(result)
@@ -238,6 +257,7 @@ class IngestWorker:
 
     def _notice(self, notice: tuple) -> None:
         if notice[0] == "wal_grew":  # (_, path, bytes written to it)
+            self.last_fsync = time.monotonic()
             writer = self.files.get(notice[1])
             if writer is not None:
                 writer.grew(notice[2])
@@ -368,6 +388,16 @@ class _Worker:
                         del self.keys[next(iter(self.keys))]
                 elif op == "ping":
                     replies.append((req_id, True, os.getpid()))
+                elif op == "dump":  # the worker's threads, for the BE's /api/_tasks
+                    replies.append((req_id, True, _threads_text()))
+                elif op == "debug_point":  # (name, seconds to park, or 0 to remove)
+                    _set_debug_point(*args)
+                    replies.append((req_id, True, None))
+                elif op == "canary":
+                    if lanes:
+                        file_ops.extend(self._parse_lanes(lanes, replies))
+                        lanes = {}
+                    file_ops.append((req_id, op, *args))
                 elif op in ("append", "prepare", "forget"):
                     if lanes:  # what came before this op reaches its file first
                         file_ops.extend(self._parse_lanes(lanes, replies))
@@ -424,6 +454,7 @@ class _Worker:
                 run = ops[i:j]
                 # (label, parts) of every write: a lane's rows are one part (no client label)
                 items = [Rows(o[3], [(None, o[4])] if o[1] == "write" else o[4]) for o in run]
+                _park("ingest_worker.wal_fsync")
                 try:
                     grown = self.writer(final).write(items)
                     error = None
@@ -445,7 +476,9 @@ class _Worker:
                 i = j
                 continue
             try:
-                if op == "prepare":
+                if op == "canary":  # the FE's write canary: one small record, written and fdatasynced
+                    _canary_write(final, ops[i][3])
+                elif op == "prepare":
                     self.writer(final, ops[i][3]).prepare()
                 elif op == "forget":
                     w = self.writers.pop(final, None)
@@ -458,6 +491,50 @@ class _Worker:
                     replies.append((req_id, False, error_message(e)))
             i += 1
         return replies
+
+
+# --- canary, debug points and the thread dump (worker side) ------------------------------
+def _canary_write(path: str, record: bytes) -> None:
+    """The write canary's WAL stage: `record` written at the start of a file of its own and
+    fdatasynced, through the same worker thread and disk as every group-commit WAL write."""
+    _park("ingest_worker.wal_fsync")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, record, 0)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+# Doris-style debug points inside the worker: name -> time.monotonic() until which a thread
+# reaching `_park(name)` waits (the BE sets them with POST /api/debug_point/add/{name}).
+_DEBUG_POINTS: dict[str, float] = {}
+
+
+def _set_debug_point(name: str, seconds: float) -> None:
+    if seconds > 0:
+        _DEBUG_POINTS[name] = time.monotonic() + seconds
+    else:
+        _DEBUG_POINTS.pop(name, None)
+
+
+def _park(name: str) -> None:
+    until = _DEBUG_POINTS.get(name)
+    while until is not None and time.monotonic() < until:
+        time.sleep(min(0.05, until - time.monotonic()))
+        until = _DEBUG_POINTS.get(name)
+
+
+def _threads_text() -> str:
+    frames = sys._current_frames()
+    out = [f"== ingest worker pid {os.getpid()}: {len(frames)} threads =="]
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        out.append(f"Thread {thread.name} (ident {thread.ident}):")
+        if frame is not None:
+            out.extend(line.rstrip("\n") for line in traceback.format_stack(frame))
+        out.append("")
+    return "\n".join(out) + "\n"
 
 
 # Under load (the previous round held at least LINGER_BUSY_REQUESTS requests) a round waits

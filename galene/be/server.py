@@ -19,12 +19,16 @@ from aiohttp.http_exceptions import HttpProcessingError
 from galene import __version__
 from galene.be import compaction_api
 from galene.be.error_log import ErrorLogStore
+from galene.be.forward import HOP_HEADER, Forwarder
 from galene.be.group_commit import GroupCommitManager
+from galene.be.health import BeHealth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
+from galene.common.debug_points import DebugPoints
 from galene.common.errors import LoadError
 from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
+from galene.net.failure import FailureDetector
 from galene.net.server import (
     GaleneRequestHandler,
     Metrics,
@@ -59,6 +63,9 @@ class BeServer:
         self._runner: web.AppRunner | None = None
         self.last_heartbeat = 0.0
         self.group_commit: GroupCommitManager | None = None
+        self.health = BeHealth(self)
+        self.forwarder = Forwarder(self)
+        self.debug_points = DebugPoints(cfg.enable_debug_points, on_change=self._debug_point_changed)
 
     # --- identity -------------------------------------------------------------------
     @property
@@ -69,10 +76,13 @@ class BeServer:
     def token(self) -> str:
         return self.identity.get("token") or self.cfg.cluster_token
 
-    def fe_base(self) -> str:
+    def fe_peer(self) -> str:
         host = self.identity.get("fe_host") or self.cfg.fe_host
         port = self.identity.get("fe_http_port") or self.cfg.fe_http_port
-        return f"http://{host}:{port}"
+        return f"{host}:{port}"
+
+    def fe_base(self) -> str:
+        return f"http://{self.fe_peer()}"
 
     def _load_identity(self) -> None:
         if self.identity_path.exists():
@@ -102,6 +112,8 @@ class BeServer:
             default_timeout_s=self.cfg.rpc_timeout_ms / 1000,
             user_timeout_ms=self.cfg.tcp_user_timeout_ms,
             keepalive_idle_s=self.cfg.tcp_keepalive_idle_s,
+            detector=FailureDetector(threshold=3),
+            metrics=self.metrics,
         )
         # Replays the previous run's group-commit WAL in the background; group-commit loads
         # wait for it, everything else is served at once (heartbeats tell us who we are).
@@ -123,6 +135,9 @@ class BeServer:
                     )
                 ),
                 web.get("/api/_load_error_log", self.handle_error_log),
+                *self.health.routes(),
+                *self.forwarder.routes(),
+                *self.debug_points.routes(),
                 web.post("/api/_internal/heartbeat", self.handle_heartbeat),
                 web.get("/api/health", self.handle_health),
                 web.get("/metrics", self.handle_metrics),
@@ -139,9 +154,12 @@ class BeServer:
             hb = make_server_socket(self.host, self.cfg.heartbeat_service_port)
             await web.SockSite(self._runner, hb).start()
         self.error_log = ErrorLogStore(self.cfg.error_log_path, self.host, self.http_port)
+        self.health.start()
         log.info("BE listening on %s:%s", self.host, self.http_port)
 
     async def stop(self) -> None:
+        await self.health.stop()
+        await self.forwarder.close()
         if self.group_commit is not None:
             await self.group_commit.stop()
         if self._runner is not None:
@@ -149,12 +167,27 @@ class BeServer:
         if self.rpc is not None:
             await self.rpc.close()
 
+    def _debug_point_changed(self, name: str, seconds: float) -> None:
+        """Points of the ingest worker live in its process (it parks its own thread there)."""
+        gc = self.group_commit
+        if name.startswith("ingest_worker.") and gc is not None and gc.worker.running():
+            fut = gc.worker.request("debug_point", name, seconds)
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+
     # --- handlers -------------------------------------------------------------------
     async def handle_stream_load(self, request: web.Request) -> web.Response:
         db = request.match_info["db"]
         table = request.match_info["table"]
         self.metrics.inc("galene_be_stream_load_requests_total")
-        reply = await execute_stream_load(self, request, db, table)
+        health = self.health
+        health.in_flight_loads += 1
+        try:
+            if HOP_HEADER in request.headers:  # a load another BE forwarded here (be/forward.py)
+                await self.debug_points.park("stream_load.forwarded")
+            reply = await execute_stream_load(self, request, db, table)
+        finally:
+            health.in_flight_loads -= 1
+        health.note_load(db, table, reply.load_bytes)
         self.metrics.inc("galene_be_stream_load_rows_total", reply.number_loaded_rows)
         if reply.status not in ("Success", "Publish Timeout"):
             self.metrics.inc("galene_be_stream_load_failures_total")
@@ -191,7 +224,10 @@ class BeServer:
         if any(self.identity.get(k) != v for k, v in changed.items()):
             self.identity.update(changed)
             await asyncio.to_thread(self._save_identity)
+        self.identity["heartbeat_interval_s"] = payload.get("heartbeat_interval_s")
+        self.identity["registered_host"] = payload.get("be_host")
         self.last_heartbeat = time.time()
+        self.health.set_draining(bool(payload.get("decommissioned")))
         return web.json_response(
             {
                 "status": "OK",
@@ -201,6 +237,11 @@ class BeServer:
                 "version": f"galene-{__version__}",
                 "start_time": self.start_time,
                 "cpu_cores": os.cpu_count(),
+                # The BE's own view of its write path (SHOW BACKENDS), bytes received per table
+                # since the last heartbeat (the FE's group-commit affinity), and the drain.
+                "health": self.health.report(),
+                "table_bytes": self.health.take_table_bytes(),
+                "drain": await self.health.drain_status() if self.health.draining else None,
             }
         )
 
@@ -210,7 +251,8 @@ class BeServer:
         return web.Response(text=_NOOP_REPLY, content_type="application/json")
 
     async def handle_health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "OK", "msg": "To Be Added"})
+        """200, or 503 naming why while this BE knows its write path is broken (be/health.py)."""
+        return await self.health.handle_health(request)
 
     async def handle_metrics(self, request: web.Request) -> web.Response:
         return web.Response(text=self.metrics.render(), content_type="text/plain")

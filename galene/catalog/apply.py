@@ -336,7 +336,19 @@ def _(op: ops.DropBackend, state: CatalogState) -> None:
 
 @_apply.register
 def _(op: ops.ModifyBackend, state: CatalogState) -> None:
-    state.backends[op.backend_id].tags.update(op.tags)
+    be = state.backends[op.backend_id]
+    be.tags.update(op.tags)
+    if op.disable_load is not None:
+        be.disable_load = op.disable_load
+    if op.disable_query is not None:
+        be.disable_query = op.disable_query
+
+
+@_apply.register
+def _(op: ops.DecommissionBackend, state: CatalogState) -> None:
+    be = state.backends.get(op.backend_id)
+    if be is not None:
+        be.decommissioned = op.decommissioned
 
 
 @_apply.register

@@ -251,8 +251,12 @@ class Backend(msgspec.Struct, kw_only=True):
     be_port: int = 0
     brpc_port: int = 0
     tags: dict[str, str] = msgspec.field(default_factory=dict)
+    # DECOMMISSION: no new loads; the FE drops it by itself once its group-commit WAL is flushed.
     decommissioned: bool = False
     add_time: float = 0.0
+    # MODIFY BACKEND … SET ('disable_load'='true' | 'disable_query'='true'), as in Doris.
+    disable_load: bool = False
+    disable_query: bool = False
 
 
 class Frontend(msgspec.Struct, kw_only=True):

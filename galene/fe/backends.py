@@ -3,7 +3,12 @@
 Which backends exist is journaled metadata (`CatalogState.backends`); whether one is alive
 right now is runtime state kept here and never journaled. Heartbeats go through the
 deadline client, and a BE that misses `max_backend_heartbeat_failure_times` in a row is
-marked not alive until a heartbeat succeeds again.
+marked not alive until a heartbeat succeeds again. A heartbeat answer carries the BE's own
+view of its write path (ingest worker, last WAL fsync, event-loop lag), the bytes it received
+per table (group-commit affinity, `fe/load_routing.py`) and, while it is decommissioned, its
+drain: a decommissioned BE is dropped by itself once it holds no group and no WAL file.
+Whether a BE can *write* is the canary's (`fe/canary.py`): loads go only to BEs that are
+alive, writable, not decommissioned and not `disable_load`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from galene.catalog.model import Backend
+from galene.fe.load_routing import GroupCommitAffinity
 from galene.net.failure import FailureDetector
 
 log = logging.getLogger(__name__)
@@ -37,6 +43,18 @@ class BackendRuntime:
     # later heartbeat failures, which only say the port is closed) until a heartbeat succeeds.
     exit_reason: str = ""
     extra: dict = field(default_factory=dict)
+    # The BE's own health (its heartbeat answer): ingest worker, WAL fsync age, loop lag.
+    health: dict = field(default_factory=dict)
+    drain: dict | None = None
+    # The write canary (fe/canary.py). A BE is writable until its canary fails
+    # be_canary_failure_times rounds in a row; the first good canary makes it writable again.
+    writable: bool = True
+    canary_failures: int = 0
+    last_canary_time: float = 0.0
+    canary_latency_ms: float = 0.0
+    canary_error: str = ""
+    canary_stages: dict = field(default_factory=dict)
+    canary_peers: dict = field(default_factory=dict)
 
 
 class BackendMonitor:
@@ -48,6 +66,7 @@ class BackendMonitor:
         self._rr = itertools.count()
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
+        self.affinity = GroupCommitAffinity()
 
     def status(self, be_id: int) -> BackendRuntime:
         return self.runtime.setdefault(be_id, BackendRuntime())
@@ -61,6 +80,9 @@ class BackendMonitor:
             "fe_host": self.fe.host,
             "fe_http_port": self.fe.http_port,
             "backend_id": be.id,
+            "heartbeat_interval_s": self.interval_s,
+            "be_host": be.host,
+            "decommissioned": be.decommissioned,
         }
         try:
             status, body = await self.fe.rpc.call_json(
@@ -90,6 +112,31 @@ class BackendMonitor:
         rt.version = str(body.get("version", ""))
         rt.cpu_cores = int(body.get("cpu_cores", 0) or 0)
         rt.last_start_time = float(body.get("start_time", 0) or 0)
+        rt.health = body.get("health") if isinstance(body.get("health"), dict) else {}
+        self._note_table_bytes(body.get("table_bytes"))
+        rt.drain = body.get("drain") if isinstance(body.get("drain"), dict) else None
+        if be.decommissioned and rt.drain and rt.drain.get("drained"):
+            await self._finish_decommission(be)
+
+    def _note_table_bytes(self, reported) -> None:
+        if not isinstance(reported, list):
+            return
+        for item in reported:
+            try:
+                db, table, nbytes = str(item[0]), str(item[1]), int(item[2])
+                table_id = self.fe.catalog.table(db, table).id
+            except Exception:  # noqa: BLE001, S112 - a table dropped meanwhile, or a bad report
+                continue
+            self.affinity.record_bytes(table_id, nbytes)
+
+    async def _finish_decommission(self, be: Backend) -> None:
+        """A decommissioned BE that holds nothing any more is dropped (as Doris does once its
+        replicas are gone): its group-commit groups are committed and its WAL is empty."""
+        dropped = await asyncio.to_thread(self.fe.catalog.drop_backend_by_id, be.id)
+        if dropped:
+            log.info("backend %s:%s decommissioned and drained: dropped", be.host, be.heartbeat_port)
+            self.affinity.forget_backend(be.id)
+            self.runtime.pop(be.id, None)
 
     def process_event(self, host: str, heartbeat_port: int, event: str, reason: str) -> None:
         """A supervisor's news about a BE process it runs: "exited" marks it not alive at once
@@ -137,12 +184,19 @@ class BackendMonitor:
                 await self._task
 
     def load_available(self) -> list[tuple[Backend, BackendRuntime]]:
+        """BEs that may take a load: alive, writable (canary), not decommissioned, loads enabled."""
         out = []
         for be in sorted(self.fe.state.backends.values(), key=lambda b: b.id):
             rt = self.status(be.id)
-            if rt.alive and rt.http_port and not be.decommissioned:
+            if rt.alive and rt.http_port and rt.writable and not be.decommissioned and not be.disable_load:
                 out.append((be, rt))
         return out
+
+    def group_commit_owner(self, table) -> tuple[Backend, BackendRuntime] | None:
+        """The table's group-commit owner among the load-available BEs (fe/load_routing.py)."""
+        avail = {be.id: (be, rt) for be, rt in self.load_available()}
+        owner = self.affinity.owner(table.id, table.properties, list(avail))
+        return avail.get(owner) if owner is not None else None
 
     def choose_for_load(self) -> tuple[Backend, BackendRuntime] | None:
         avail = self.load_available()

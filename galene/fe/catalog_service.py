@@ -642,20 +642,31 @@ class CatalogService:
 
     # --- backends -------------------------------------------------------------------
     def add_backend(self, host: str, heartbeat_port: int, tags: dict[str, str] | None = None) -> Backend:
+        return self.add_backends([(host, heartbeat_port)], tags)[0]
+
+    def add_backends(self, hosts: list[tuple[str, int]], tags: dict[str, str] | None = None) -> list[Backend]:
+        """ALTER SYSTEM ADD BACKEND of every host listed (all checked first, as Doris does)."""
+        from galene.fe.load_routing import LoadRoutingError, check_endpoint_tags
+
+        try:
+            check_endpoint_tags(tags or {})
+        except LoadRoutingError as e:
+            raise AnalysisError(e.message) from None
         with self.lock:
-            for be in self.state.backends.values():
-                if be.host == host and be.heartbeat_port == heartbeat_port:
-                    raise AnalysisError(f"Same backend already exists[{host}:{heartbeat_port}]")
-            alloc, high = self._allocator()
-            be = Backend(
-                id=alloc(),
-                host=host,
-                heartbeat_port=heartbeat_port,
-                tags=dict(tags or {}),
-                add_time=time.time(),
-            )
-            self.store.log(ops.AddBackend(backend=be, next_id=high()))
-            return be
+            seen: set[tuple[str, int]] = set()
+            for host, port in hosts:
+                if (host, port) in seen or any(
+                    be.host == host and be.heartbeat_port == port for be in self.state.backends.values()
+                ):
+                    raise AnalysisError(f"Same backend already exists[{host}:{port}]")
+                seen.add((host, port))
+            added = []
+            for host, port in hosts:
+                alloc, high = self._allocator()
+                be = Backend(id=alloc(), host=host, heartbeat_port=port, tags=dict(tags or {}), add_time=time.time())
+                self.store.log(ops.AddBackend(backend=be, next_id=high()))
+                added.append(be)
+            return added
 
     def find_backend(self, host: str, port: int) -> Backend:
         for be in self.state.backends.values():
@@ -663,15 +674,67 @@ class CatalogService:
                 return be
         raise AnalysisError(f"backend does not exists[{host}:{port}]")
 
-    def drop_backend(self, host: str, heartbeat_port: int) -> None:
-        with self.lock:
-            be = self.find_backend(host, heartbeat_port)
-            self.store.log(ops.DropBackend(backend_id=be.id))
+    def _find_backends(self, hosts: list[tuple[str, int]], text: str) -> list[Backend]:
+        out = []
+        for host, port in hosts:
+            be = next(
+                (b for b in self.state.backends.values() if b.host == host and b.heartbeat_port == port), None
+            )
+            if be is None:
+                raise AnalysisError(text.format(f"{host}:{port}"))
+            out.append(be)
+        return out
 
-    def modify_backend(self, host: str, heartbeat_port: int, tags: dict[str, str]) -> None:
+    def drop_backend(self, host: str, heartbeat_port: int) -> None:
+        self.drop_backends([(host, heartbeat_port)])
+
+    def drop_backends(self, hosts: list[tuple[str, int]]) -> None:
+        """DROP / DROPP BACKEND: at once, every host listed (all checked first)."""
+        with self.lock:
+            for be in self._find_backends(hosts, "backend does not exists[{}]"):
+                self.store.log(ops.DropBackend(backend_id=be.id))
+
+    def drop_backend_by_id(self, backend_id: int) -> bool:
+        """The end of a DECOMMISSION: the BE holds nothing any more (False: already gone, or the
+        decommission was cancelled meanwhile)."""
+        with self.lock:
+            be = self.state.backends.get(backend_id)
+            if be is None or not be.decommissioned:
+                return False
+            self.store.log(ops.DropBackend(backend_id=backend_id))
+            return True
+
+    def decommission_backends(self, hosts: list[tuple[str, int]], decommissioned: bool = True) -> list[Backend]:
+        """DECOMMISSION BACKEND (True) / CANCEL DECOMMISSION BACKEND (False). Doris: a backend
+        not under decommission is skipped by CANCEL."""
+        with self.lock:
+            found = self._find_backends(hosts, "Backend does not exist[{}]")
+            for be in found:
+                if be.decommissioned != decommissioned:
+                    self.store.log(ops.DecommissionBackend(backend_id=be.id, decommissioned=decommissioned))
+            return found
+
+    def modify_backend(
+        self,
+        host: str,
+        heartbeat_port: int,
+        tags: dict[str, str],
+        disable_load: bool | None = None,
+        disable_query: bool | None = None,
+    ) -> None:
+        from galene.fe.load_routing import LoadRoutingError, check_endpoint_tags
+
+        try:
+            check_endpoint_tags(tags)
+        except LoadRoutingError as e:
+            raise AnalysisError(e.message) from None
         with self.lock:
             be = self.find_backend(host, heartbeat_port)
-            self.store.log(ops.ModifyBackend(backend_id=be.id, tags=dict(tags)))
+            self.store.log(
+                ops.ModifyBackend(
+                    backend_id=be.id, tags=dict(tags), disable_load=disable_load, disable_query=disable_query
+                )
+            )
 
     # --- storage --------------------------------------------------------------------
     def referenced_files(self, retired_grace_seconds: float = 0.0, now: float | None = None) -> set[str]:

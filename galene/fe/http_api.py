@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import time
-from urllib.parse import quote
 
 import msgspec
 from aiohttp import web
@@ -25,6 +24,7 @@ from galene.common.errors import GaleneError, LoadError
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
 from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
+from galene.fe.load_routing import LoadRoutingError, redirect_location
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
 from galene.net.server import read_json_object, tasks_dump_text
@@ -137,15 +137,12 @@ class FeHttpApi:
             self.fe.catalog.table(db, table)
         except GaleneError as e:
             return self._fail_json(e.message)
-        choice = self.fe.backends.choose_for_load()
-        if choice is None:
-            return self._fail_json("No available backends to load data. Check SHOW BACKENDS.")
-        be, rt = choice
-        user, password = auth
-        cred = f"{quote(user, safe='')}:{quote(password, safe='')}@"
-        location = f"http://{cred}{be.host}:{rt.http_port}{request.path}"
-        if request.query_string:
-            location += "?" + request.query_string
+        try:  # the BE and its endpoint: redirect-policy, group-commit owner, forwarding
+            location = redirect_location(
+                self.fe, request.headers, request.path, request.query_string, self.fe.catalog.table(db, table), *auth
+            )
+        except LoadRoutingError as e:
+            return self._fail_json(e.message)
         resp = web.Response(status=307, headers={"Location": location})
         # The body (if the client sent it) is not read: the connection cannot be reused.
         resp.force_close()

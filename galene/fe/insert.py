@@ -234,8 +234,16 @@ def load_headers(load: InsertLoad, token: str) -> dict[str, str]:
 
 
 async def send_load(fe, load: InsertLoad, body: bytes) -> dict:
-    """Send one INSERT's body to a load-available BE; returns the BE's stream-load reply."""
-    choice = fe.backends.choose_for_load()
+    """Send one INSERT's body to a load-available BE (alive, writable, loads enabled; a group
+    commit INSERT to its table's owner BE); returns the BE's stream-load reply."""
+    choice = None
+    if load.group_commit != "off_mode":
+        try:
+            choice = fe.backends.group_commit_owner(fe.catalog.table(load.db, load.table))
+        except GaleneError:
+            choice = None  # the BE answers the missing table
+    if choice is None:
+        choice = fe.backends.choose_for_load()
     if choice is None:
         raise GaleneError("No available backends to load data. Check SHOW BACKENDS.")
     be, rt = choice

@@ -16,16 +16,20 @@ import time
 from aiohttp import web
 
 from galene import DORIS_COMPAT_VERSION, VERSION_COMMENT
+from galene.common.debug_points import DebugPoints
 from galene.config import Config
 from galene.fe.backends import BackendMonitor
+from galene.fe.canary import CanaryMonitor
 from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import CompactionService
 from galene.fe.http_api import FeHttpApi
 from galene.fe.jobs import JobRunner
+from galene.fe.load_routing import internal_routes as load_routing_routes
 from galene.fe.mtmv import MvScheduler
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
+from galene.net.failure import FailureDetector
 from galene.net.server import Metrics, make_app_runner, make_server_socket
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
@@ -62,6 +66,13 @@ class FeServer:
             interval_s=cfg.heartbeat_interval_second,
             failure_threshold=cfg.max_backend_heartbeat_failure_times,
         )
+        self.canary = CanaryMonitor(
+            self,
+            interval_s=cfg.be_canary_interval_second,
+            timeout_s=cfg.be_canary_timeout_second,
+            failure_times=cfg.be_canary_failure_times,
+        )
+        self.debug_points = DebugPoints(cfg.enable_debug_points)
         self.executor: SqlExecutor | None = None
         self.mysql: GaleneMysqlServer | None = None
         self._runner: web.AppRunner | None = None
@@ -91,12 +102,17 @@ class FeServer:
             default_timeout_s=self.cfg.rpc_timeout_ms / 1000,
             user_timeout_ms=self.cfg.tcp_user_timeout_ms,
             keepalive_idle_s=self.cfg.tcp_keepalive_idle_s,
+            detector=FailureDetector(threshold=self.cfg.max_backend_heartbeat_failure_times),
+            metrics=self.metrics,
         )
         if self._start_engine:
             threading.Thread(target=self._warm_engine, name="galene-spark-start", daemon=True).start()
 
         app = web.Application()
         app.add_routes(FeHttpApi(self).routes())
+        app.add_routes(self.canary.routes())
+        app.add_routes(load_routing_routes(self))
+        app.add_routes(self.debug_points.routes())
         self._runner = make_app_runner(app, self.cfg)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.cfg.http_port)
@@ -125,6 +141,7 @@ class FeServer:
             host, _, port = self.cfg.standalone_backend.rpartition(":")
             await asyncio.to_thread(self.catalog.add_backend, host, int(port))
         self.backends.start()
+        self.canary.start()
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="fe-housekeeping"))
         self.compaction.start()
         self.jobs.start()
@@ -137,6 +154,7 @@ class FeServer:
         await self.mtmv.stop()
         await self.jobs.stop()
         await self.compaction.stop()
+        await self.canary.stop()
         await self.backends.stop()
         if self.mysql is not None:
             await self.mysql.stop()
@@ -212,6 +230,8 @@ class FeServer:
 
         s = ColumnType(name="VARCHAR", length=255)
         parts = [p for p in path.strip().strip("'\"").split("/") if p]
+        if parts == ["backends"] and self.executor is not None:  # the rows of SHOW BACKENDS
+            return await self.executor._do_ShowBackends(None, None)
         if parts[:1] == ["bdbje"]:
             if len(parts) == 1:
                 first = self.store.last_image_id + 1

@@ -211,6 +211,15 @@ class DropBackend(_Op):
 class ModifyBackend(_Op):
     backend_id: int
     tags: dict[str, str]
+    disable_load: bool | None = None  # None: unchanged
+    disable_query: bool | None = None
+
+
+class DecommissionBackend(_Op):
+    """DECOMMISSION (True) or CANCEL DECOMMISSION (False) of a backend."""
+
+    backend_id: int
+    decommissioned: bool
 
 
 class SetClusterId(_Op):
@@ -283,6 +292,7 @@ Op = (
     | AddBackend
     | DropBackend
     | ModifyBackend
+    | DecommissionBackend
     | SetClusterId
     | SetUserPassword
     | CompactRowsets

@@ -303,30 +303,52 @@ class SqlExecutor:
 
     # --- system ---------------------------------------------------------------------
     async def _do_AlterSystemAddBackend(self, s, ctx):
-        host, port = _host_port(s.host_port)
-        await self._blocking(self.fe.catalog.add_backend, host, port, _tags(getattr(s, "properties", None)))
+        hosts = [_host_port(h) for h in (s.host_ports or [s.host_port])]
+        await self._blocking(self.fe.catalog.add_backends, hosts, _tags(getattr(s, "properties", None)))
         self.fe.backends.poke()
         return StatementResult()
 
     async def _do_AlterSystemDropBackend(self, s, ctx):
-        host, port = _host_port(s.host_port)
-        await self._blocking(self.fe.catalog.drop_backend, host, port)
+        """DROP / DROPP (at once), DECOMMISSION (drained, then dropped by the FE itself:
+        fe/backends.py) and CANCEL DECOMMISSION of every host listed."""
+        hosts = [_host_port(h) for h in (s.host_ports or [s.host_port])]
+        if s.action == "DECOMMISSION":
+            found = await self._blocking(self.fe.catalog.decommission_backends, hosts, True)
+            for be in found:
+                self.fe.backends.affinity.forget_backend(be.id)
+            self.fe.backends.poke()  # the BE learns it from the heartbeat and starts draining
+        elif s.action == "CANCEL DECOMMISSION":
+            await self._blocking(self.fe.catalog.decommission_backends, hosts, False)
+            self.fe.backends.poke()
+        else:
+            await self._blocking(self.fe.catalog.drop_backends, hosts)
         return StatementResult()
 
     async def _do_AlterSystemModifyBackend(self, s, ctx):
-        host, port = _host_port(s.host_port)
-        await self._blocking(
-            self.fe.catalog.modify_backend, host, port, _tags(getattr(s, "properties", None))
-        )
+        props = dict(getattr(s, "properties", None) or {})
+        flags: dict[str, bool | None] = {"disable_load": None, "disable_query": None}
+        for key in list(props):
+            if key.lower() in flags:
+                flags[key.lower()] = props.pop(key).strip().lower() == "true"  # Boolean.valueOf, as Doris
+        unknown = [k for k in props if not k.startswith("tag.")]
+        if unknown:
+            raise AnalysisError(f"unknown properties setting for key ({','.join(unknown)})")
+        for host_port in s.host_ports or [s.host_port]:
+            host, port = _host_port(host_port)
+            await self._blocking(
+                self.fe.catalog.modify_backend, host, port, _tags(props), flags["disable_load"], flags["disable_query"]
+            )
         return StatementResult()
 
     async def _do_ShowBackends(self, s, ctx):
+        """Doris' 28 columns, then Galene's write canary: Writable, LastCanaryTime,
+        CanaryLatencyMs, CanaryError (fe/canary.py)."""
         names = [
             "BackendId", "Host", "HeartbeatPort", "BePort", "HttpPort", "BrpcPort", "ArrowFlightSqlPort",
             "LastStartTime", "LastHeartbeat", "Alive", "SystemDecommissioned", "TabletNum", "DataUsedCapacity",
             "TrashUsedCapacity", "AvailCapacity", "TotalCapacity", "UsedPct", "MaxDiskUsedPct",
             "RemoteUsedCapacity", "Tag", "ErrMsg", "Version", "Status", "HeartbeatFailureCounter", "CpuCores",
-            "Memory", "RunningTasks", "NodeRole",
+            "Memory", "RunningTasks", "NodeRole", "Writable", "LastCanaryTime", "CanaryLatencyMs", "CanaryError",
         ]  # fmt: skip
         tablets = sum(len(p.tablet_ids) for t in self.fe.state.tables.values() for p in t.partitions)
         rows = []
@@ -334,16 +356,33 @@ class SqlExecutor:
         for be in backends:
             rt = self.fe.backends.status(be.id)
             tag = {"location": "default", **be.tags}
+            health = rt.health or {}
+            last_load = float(health.get("last_stream_load_time") or 0)
+            status = {
+                "lastSuccessReportTabletsTime": "N/A",
+                "lastStreamLoadTime": int(last_load * 1000) if last_load else -1,
+                "isQueryDisabled": be.disable_query,
+                "isLoadDisabled": be.disable_load,
+                # Galene: the BE's own view of its write path (its heartbeat answer).
+                "ingestWorkerAlive": health.get("ingest_worker_alive"),
+                "walFsyncAgeSec": health.get("wal_fsync_age_s"),
+                "loopLagMs": health.get("loop_lag_ms"),
+            }
+            if health.get("problems"):
+                status["problems"] = health["problems"]
+            if be.decommissioned and rt.drain:
+                status["drain"] = rt.drain
+            canaried = rt.last_canary_time > 0
             rows.append(
                 (
                     str(be.id), be.host, str(be.heartbeat_port), str(rt.be_port), str(rt.http_port),
                     str(rt.brpc_port), "-1", _fmt_time(rt.last_start_time), _fmt_time(rt.last_heartbeat),
                     "true" if rt.alive else "false", "true" if be.decommissioned else "false",
                     str(tablets // max(1, len(backends))), "0.000", "0.000", "0.000", "0.000", "0.00 %",
-                    "0.00 %", "0.000", _json(tag), rt.err_msg, rt.version,
-                    _json({"lastSuccessReportTabletsTime": "N/A", "isQueryDisabled": False,
-                           "isLoadDisabled": False}),
+                    "0.00 %", "0.000", _json(tag), rt.err_msg, rt.version, _json(status),
                     str(rt.heartbeat_failures), str(rt.cpu_cores), "0.000", "0", "mix",
+                    "true" if rt.writable else "false", _fmt_time(rt.last_canary_time) if canaried else "N/A",
+                    f"{rt.canary_latency_ms:.1f}" if canaried else "N/A", rt.canary_error,
                 )
             )  # fmt: skip
         return StatementResult(columns=_cols(*names), rows=rows)

@@ -9,6 +9,7 @@ does not serve.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -163,7 +164,7 @@ class AlterSystemAddBackend(Statement):
 class AlterSystemDropBackend(Statement):
     host_port: str
     host_ports: list[str] = field(default_factory=list)
-    action: str = "DROP"  # DROP, DROPP or DECOMMISSION as written
+    action: str = "DROP"  # DROP, DROPP, DECOMMISSION as written, or CANCEL DECOMMISSION
 
 
 @dataclass
@@ -1078,6 +1079,10 @@ def classify(node: exp.Expr, sql: str) -> Statement:
     return Other(sql=sql)
 
 
+_CANCEL_DECOMMISSION = re.compile(r"^\s*CANCEL\s+DECOMMISSION\s+BACKEND\s+(.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
 def parse_statement(sql: str) -> Statement:
     """Parse exactly one statement (a trailing ';' is allowed) into its typed form."""
     parts = split_statements(sql)
@@ -1086,6 +1091,12 @@ def parse_statement(sql: str) -> Statement:
     if len(parts) > 1:
         raise GaleneError("Only one statement is supported per call; got several separated by ';'")
     text = parts[0]
+    cancel = _CANCEL_DECOMMISSION.match(text)
+    if cancel is not None:  # Doris' CANCEL DECOMMISSION BACKEND "host:port"[, …]
+        hosts = [a or b for a, b in _QUOTED.findall(cancel.group(1))]
+        if not hosts or _QUOTED.sub("", cancel.group(1)).replace(",", "").strip():
+            raise GaleneError(f"Syntax error in line 1:\n{text}\nExpected 'host:port' after BACKEND", ER_UNKNOWN_ERROR)
+        return AlterSystemDropBackend(host_port=hosts[0], host_ports=hosts, action="CANCEL DECOMMISSION", sql=text)
     try:
         node = sqlglot.parse_one(text, read=Galene)
     except ParseError as e:
