@@ -21,11 +21,15 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "Galene needs Java 17+ for Spark: install OpenJDK 17 (apt-get install -y openjdk-17-jre-headless)"; exit 1; }
 	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if ((v[1] == 1 ? v[2] : v[1]) + 0 < 17) { print "Galene needs Java 17+, found " $$2; exit 1 } }'
 
-# Client tools the end-to-end tests drive (the mariadb CLI). Installed when missing and we are root.
+# Client tools the end-to-end tests drive (the mariadb CLI), and what the cluster fault tests use
+# (Debian's iptables and haproxy). Installed when missing and we are root.
 tools:
 	@command -v mariadb >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq mariadb-client) >/dev/null 2>&1 || echo "warning: could not install mariadb-client"; \
 	  else echo "warning: mariadb CLI missing (apt-get install mariadb-client)"; fi; }
+	@for t in iptables haproxy; do command -v $$t >/dev/null 2>&1 || PATH="$$PATH:/usr/sbin:/sbin" command -v $$t >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get install -y -qq $$t || (apt-get update -qq && apt-get install -y -qq $$t)) >/dev/null 2>&1 || echo "warning: could not install $$t"; \
+	  else echo "warning: $$t missing (apt-get install $$t): the cluster fault tests that need it skip"; fi; }; done
 
 run: check-java $(STAMP)
 	$(VENV)/bin/galene start $(ARGS)
