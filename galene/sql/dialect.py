@@ -276,6 +276,7 @@ class Galene(Doris):
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
             "TABLETS": lambda self: self._parse_show_tablets(),
             "LOAD": lambda self: self._parse_show_load(),
+            "CREATE MATERIALIZED VIEW": lambda self: self._parse_show_mysql("CREATE MATERIALIZED VIEW", target=True),
         }
         SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -305,44 +306,11 @@ class Galene(Doris):
             ):
                 action = self._curr.text.upper()
                 self._advance(2)
-            "CREATE MATERIALIZED VIEW": lambda self: self._parse_show_mysql("CREATE MATERIALIZED VIEW", target=True),
                 if action == "CREATE":
                     return self._parse_create_job()
                 if action == "ALTER":
                     return self._parse_alter_job()
                 return self._parse_job_control(action)
-            return super()._parse_statement()
-
-        def _parse_job_properties(self) -> list[exp.Expr]:
-            props: list[exp.Expr] = []
-            for item in self._parse_wrapped_properties():
-                props.extend(item) if isinstance(item, list) else props.append(item)
-            return props
-
-        def _parse_create_job(self) -> exp.Expr:
-            name = self._parse_id_var()
-            if name is None:
-                self.raise_error("Expected a job name after CREATE JOB")
-            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
-            if not self._match_text_seq("ON", "STREAMING"):
-                self.raise_error("Expected ON STREAMING (Galene serves streaming jobs)")
-            comment = self._parse_string() if self._match(TokenType.COMMENT) else None
-            if not self._match_text_seq("DO"):
-                self.raise_error("Expected DO <INSERT statement>")
-            start = self._curr
-            body = super()._parse_statement()
-            if not isinstance(body, exp.Insert) or start is None:
-                self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
-            node = self.expression(CreateJob(this=name, properties=properties, comment=comment, expression=body))
-            node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
-            return node
-
-        def _parse_alter_job(self) -> exp.Expr:
-            name = self._parse_id_var()
-            if name is None or not self._match_text_seq("PROPERTIES"):
-                self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
-            return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
-
             # Async materialized views (schema objects).
             if self._curr is not None and self._next is not None:
                 words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
@@ -354,8 +322,8 @@ class Galene(Doris):
                     table = self._parse_table_parts()
                     method = self._curr.text.upper() if self._match_texts(("COMPLETE", "AUTO")) else None
                     return self.expression(RefreshMaterializedView(this=table, method=method))
-        def _parse_job_control(self, action: str) -> exp.Expr:
-            exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
+            return super()._parse_statement()
+
         def _parse_create_mtmv(self) -> exp.Expr:
             exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
             table = self._parse_table_parts(schema=True)
@@ -487,6 +455,38 @@ class Galene(Doris):
                 return self.expression(ReplaceWithTableClause(this=other, properties=props))
             return None
 
+        def _parse_job_properties(self) -> list[exp.Expr]:
+            props: list[exp.Expr] = []
+            for item in self._parse_wrapped_properties():
+                props.extend(item) if isinstance(item, list) else props.append(item)
+            return props
+
+        def _parse_create_job(self) -> exp.Expr:
+            name = self._parse_id_var()
+            if name is None:
+                self.raise_error("Expected a job name after CREATE JOB")
+            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
+            if not self._match_text_seq("ON", "STREAMING"):
+                self.raise_error("Expected ON STREAMING (Galene serves streaming jobs)")
+            comment = self._parse_string() if self._match(TokenType.COMMENT) else None
+            if not self._match_text_seq("DO"):
+                self.raise_error("Expected DO <INSERT statement>")
+            start = self._curr
+            body = super()._parse_statement()
+            if not isinstance(body, exp.Insert) or start is None:
+                self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
+            node = self.expression(CreateJob(this=name, properties=properties, comment=comment, expression=body))
+            node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
+            return node
+
+        def _parse_alter_job(self) -> exp.Expr:
+            name = self._parse_id_var()
+            if name is None or not self._match_text_seq("PROPERTIES"):
+                self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
+            return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
+
+        def _parse_job_control(self, action: str) -> exp.Expr:
+            exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
             where = self._parse_where()
             if where is None:
                 self.raise_error(f"Expected WHERE jobname = '…' after {action} JOB")
@@ -608,6 +608,14 @@ class Galene(Doris):
             if (
                 curr is not None
                 and curr.token_type != TokenType.STRING
+                and curr.text.upper() == "KEY"
+                and not (self._next and self._next.token_type == TokenType.L_PAREN)
+            ):
+                self._advance()
+                return self.expression(exp.ColumnConstraint(kind=KeyColumnConstraint()))
+            if (
+                curr is not None
+                and curr.token_type != TokenType.STRING
                 and curr.text.upper() in AGGREGATION_TYPES
                 and not (self._next and self._next.token_type == TokenType.L_PAREN)
             ):
@@ -718,6 +726,13 @@ class Galene(Doris):
 
         def _parse_alter(self) -> exp.Expr:
             start = self._prev
+            if self._curr is not None and self._curr.text.upper() == "TABLE":
+                index = self._index
+                self._advance()
+                node = self._parse_alter_table_clauses()
+                if node is not None:
+                    return node
+                self._retreat(index)
             if not self._match_text_seq("SYSTEM"):
                 return super()._parse_alter()
             if not self._match_texts(("ADD", "DROP", "DROPP", "DECOMMISSION", "MODIFY")):
@@ -785,19 +800,33 @@ class Galene(Doris):
             CreateJob: lambda self, e: self._create_job_sql(e),
             AlterJob: lambda self, e: (
                 f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
-            if (
-                curr is not None
-                and curr.token_type != TokenType.STRING
-                and curr.text.upper() == "KEY"
-                and not (self._next and self._next.token_type == TokenType.L_PAREN)
-            ):
-                self._advance()
-                return self.expression(exp.ColumnConstraint(kind=KeyColumnConstraint()))
             ),
+            KeyColumnConstraint: lambda self, e: "KEY",
+            AlterTableClauses: lambda self, e: f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}",
+            AddColumnsClause: lambda self, e: (
+                f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
+            ),
+            DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
+            ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
+            RenameColumnClause: lambda self, e: f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
+            ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
+            ReplaceWithTableClause: lambda self, e: (
+                f"REPLACE WITH TABLE {self.sql(e, 'this')}"
+                + (f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})" if _property_pairs(e) else "")
+            ),
+            CreateMaterializedView: lambda self, e: (
+                f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
+            ),
+            RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
             JobControl: lambda self, e: (
                 f"{e.name} JOB{' IF EXISTS' if e.args.get('exists') else ''}{self.sql(e, 'where')}"
             ),
         }
+
+        def _position_sql(self, e: exp.Expr) -> str:
+            if e.args.get("first"):
+                return " FIRST"
+            return f" AFTER {self.sql(e, 'after')}" if e.args.get("after") is not None else ""
 
         def _create_job_sql(self, e: CreateJob) -> str:
             props = _property_pairs(e)
@@ -845,32 +874,3 @@ def parse_one(sql: str) -> exp.Expr:
     import sqlglot
 
     return sqlglot.parse_one(sql, read=Galene)
-            if self._curr is not None and self._curr.text.upper() == "TABLE":
-                index = self._index
-                self._advance()
-                node = self._parse_alter_table_clauses()
-                if node is not None:
-                    return node
-                self._retreat(index)
-            KeyColumnConstraint: lambda self, e: "KEY",
-            AlterTableClauses: lambda self, e: f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}",
-            AddColumnsClause: lambda self, e: (
-                f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
-            ),
-            DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
-            ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
-            RenameColumnClause: lambda self, e: f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
-            ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
-            ReplaceWithTableClause: lambda self, e: (
-                f"REPLACE WITH TABLE {self.sql(e, 'this')}"
-                + (f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})" if _property_pairs(e) else "")
-            ),
-            CreateMaterializedView: lambda self, e: (
-                f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
-            ),
-            RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
-        def _position_sql(self, e: exp.Expr) -> str:
-            if e.args.get("first"):
-                return " FIRST"
-            return f" AFTER {self.sql(e, 'after')}" if e.args.get("after") is not None else ""
-
