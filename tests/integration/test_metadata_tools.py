@@ -558,3 +558,42 @@ def test_show_collation_character_set_and_engines(node):
         names, rows = query(conn, "SHOW ENGINES")
         assert names == ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"]
         assert rows[0] == ("Olap engine", "YES", "Default storage engine of Doris", "NO", "NO", "NO")
+
+
+def test_views_and_materialized_views_in_information_schema(node, shop):
+    """A view is a VIEW (engine View, its definition in VIEWS, its columns in COLUMNS) and an
+    async materialized view is a VIEW too, as Doris reports them; dbt's relation listing maps
+    them accordingly."""
+    with connect(node, DB) as conn:
+        query(conn, "CREATE VIEW big_orders (order_id COMMENT 'the id', amount) COMMENT 'large ones' AS "
+                    "SELECT id, amount FROM orders WHERE amount > 2")  # fmt: skip
+        query(conn, "CREATE MATERIALIZED VIEW order_counts BUILD IMMEDIATE REFRESH COMPLETE ON MANUAL "
+                    "DISTRIBUTED BY HASH(name) BUCKETS 1 AS SELECT name, COUNT(*) AS n FROM orders GROUP BY name")  # fmt: skip
+        try:
+            _, tables = query(
+                conn, "SELECT TABLE_NAME, TABLE_TYPE, ENGINE, TABLE_COMMENT FROM information_schema.tables "
+                f"WHERE TABLE_SCHEMA = '{DB}' AND TABLE_NAME IN ('big_orders', 'order_counts') ORDER BY TABLE_NAME",
+            )  # fmt: skip
+            assert tables == [("big_orders", "VIEW", "View", "large ones"),
+                              ("order_counts", "VIEW", "MATERIALIZED_VIEW", "")]  # fmt: skip
+            names, views = query(conn, f"SELECT * FROM information_schema.views WHERE TABLE_SCHEMA = '{DB}'")
+            view = dict(zip(names, views[0]))
+            assert len(views) == 1 and view["TABLE_NAME"] == "big_orders"
+            assert "amount > 2" in view["VIEW_DEFINITION"] and view["CHECK_OPTION"] == "NONE"
+            _, cols = query(
+                conn, "SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_COMMENT FROM information_schema.columns "
+                f"WHERE TABLE_SCHEMA = '{DB}' AND TABLE_NAME = 'big_orders' ORDER BY ORDINAL_POSITION",
+            )  # fmt: skip
+            assert cols == [("order_id", 1, "bigint", "the id"), ("amount", 2, "decimal", "")]
+            _, relations = query(
+                conn, 'select table_name as name, case when table_type = \'BASE TABLE\' then \'table\' '
+                "when table_type = 'VIEW' then 'view' else table_type end as table_type "
+                f"from information_schema.tables where table_schema = '{DB}' order by name",
+            )  # fmt: skip
+            assert relations == [("big_orders", "view"), ("events", "table"), ("logs", "table"),
+                                 ("order_counts", "view"), ("orders", "table")]  # fmt: skip
+            _, status = query(conn, "SHOW TABLE STATUS LIKE 'big%'")
+            assert status[0][:2] == ("big_orders", "View")
+        finally:
+            query(conn, "DROP VIEW IF EXISTS big_orders")
+            query(conn, "DROP MATERIALIZED VIEW IF EXISTS order_counts")

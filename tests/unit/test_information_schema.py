@@ -485,3 +485,30 @@ def test_auth_module_hook(state, monkeypatch):
     assert [r[1] for r in IS.processlist_rows(bob)] == [2]
     root = ctx_for(state, user="root", processes=lambda: procs)
     assert [r[1] for r in IS.processlist_rows(root)] == [1, 2]
+
+
+def test_views_and_materialized_views(state):
+    from galene.catalog.model import Column, MaterializedView, View
+
+    shop = state.databases[state.db_names["shop"]]
+    shop.views["v_orders"] = View(
+        id=900, db_id=shop.id, name="v_orders", sql="select id from `internal`.`shop`.`orders`",
+        columns=[Column(name="id", type=ColumnType(name="BIGINT"), comment="the id")], comment="a view",
+        definer="root", create_time=CREATED,
+    )  # fmt: skip
+    events = state.tables[shop.tables["events"]]
+    events.mtmv = MaterializedView(query_sql="select 1")
+    names = IS.SCHEMA_TABLES["tables"].column_names
+    tables = {r[2]: dict(zip(names, r)) for r in IS.rows("tables", ctx_for(state), IS.Filters(db="shop"))}
+    assert list(tables) == ["events", "orders", "v_orders"]
+    assert (tables["v_orders"]["TABLE_TYPE"], tables["v_orders"]["ENGINE"]) == ("VIEW", "View")
+    assert (tables["v_orders"]["TABLE_ROWS"], tables["v_orders"]["TABLE_COMMENT"]) == (0, "a view")
+    assert (tables["events"]["TABLE_TYPE"], tables["events"]["ENGINE"]) == ("VIEW", "MATERIALIZED_VIEW")
+    views = IS.rows("views", ctx_for(state))
+    assert views == [
+        ("internal", "shop", "v_orders", "select id from `internal`.`shop`.`orders`", "NONE", "NO", "root@%",
+         "DEFINER", "utf8", "utf8_general_ci")
+    ]  # fmt: skip
+    cols = IS.rows("columns", ctx_for(state), IS.Filters(db="shop", table="v_orders"))
+    assert [(c[3], c[4], c[7], c[16], c[19]) for c in cols] == [("id", 1, "bigint", "", "the id")]
+    assert [r[0] for r in IS.data_rows(ctx_for(state), "shop", None)][:3] == ["events", "orders", "Total"]
