@@ -52,6 +52,11 @@ class Config:
     wait_timeout: int = 28800
     # Deepest bracket nesting accepted in a SQL statement (parsers recurse on it).
     max_sql_nesting_depth: int = 200
+    # --- users (galene/fe/auth.py) -----------------------------------------------------
+    # root's password when a cluster is created (ignored afterwards): Doris' form, the hash
+    # `*` + 40 hex digits as PASSWORD('…') prints it, or (Galene) the clear password, of which
+    # only the hash is stored. Also GALENE_INITIAL_ROOT_PASSWORD. Empty: root starts without one.
+    initial_root_password: str = ""
     # --- supervisor (galene start) --------------------------------------------------
     # FE side, set by `galene start`: the BE the standalone FE adds to an empty cluster.
     standalone_backend: str = ""

@@ -281,3 +281,33 @@ BE pid {self.be.proc.pid if self.be.proc else "-"}, Spark {engine}).
 """,
             flush=True,
         )
+        warning = self.open_root_warning()
+        if warning:
+            print(warning, flush=True)
+
+    def root_has_password(self) -> bool | None:
+        """Asks the FE (token-authenticated) whether root has a password; None if it cannot."""
+        req = urllib.request.Request(
+            f"http://{self.host}:{self.cfg.http_port}/api/_internal/auth/status",
+            data=b"{}",
+            headers={"Content-Type": "application/json", "X-Galene-Token": self._token()},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=CALL_TIMEOUT_S) as r:
+                body = json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+        return bool(body.get("root_has_password")) if isinstance(body, dict) else None
+
+    def open_root_warning(self) -> str | None:
+        """The banner's warning while root has no password and the node listens beyond loopback."""
+        if self.host in ("127.0.0.1", "::1", "localhost") or self.host.startswith("127."):
+            return None
+        if self.root_has_password() is not False:
+            return None
+        return (
+            f"  WARNING  : root has NO PASSWORD and Galene listens on {self.host}: anyone who reaches it is root.\n"
+            "             Set one: mariadb ... -uroot -e \"SET PASSWORD FOR 'root' = PASSWORD('...')\"\n"
+            "             (or create clusters with initial_root_password / GALENE_INITIAL_ROOT_PASSWORD)."
+        )

@@ -22,6 +22,7 @@ from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
 from galene.be.group_commit import GroupCommitManager
 from galene.be.health import BeHealth
+from galene.be.load_headers import parse_basic_auth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
 from galene.common.debug_points import DebugPoints
@@ -141,8 +142,9 @@ class BeServer:
                 web.post("/api/_internal/heartbeat", self.handle_heartbeat),
                 web.get("/api/health", self.handle_health),
                 web.get("/metrics", self.handle_metrics),
-                web.get("/api/_tasks", tasks_dump_handler),
-                *compaction_api.routes(self),
+                # Admin routes: ADMIN_PRIV or NODE_PRIV, checked by the FE (the BE keeps no users).
+                web.get("/api/_tasks", self._admin_only(tasks_dump_handler)),
+                *(web.route(r.method, r.path, self._admin_only(r.handler)) for r in compaction_api.routes(self)),
             ]
         )
         self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)
@@ -173,6 +175,39 @@ class BeServer:
         if name.startswith("ingest_worker.") and gc is not None and gc.worker.running():
             fut = gc.worker.request("debug_point", name, seconds)
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    # --- admin routes ---------------------------------------------------------------
+    def _admin_only(self, handler):
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refusal = await self._admin_refusal(request)
+            return refusal if refusal is not None else await handler(request)
+
+        return guarded
+
+    async def _admin_refusal(self, request: web.Request) -> web.Response | None:
+        """None when the request may use an admin route: Basic auth of a user with ADMIN_PRIV or
+        NODE_PRIV (the FE decides), or the cluster's inter-node token."""
+        token = request.headers.get(TOKEN_HEADER)
+        if token and self.token and token == self.token:
+            return None
+        pair = parse_basic_auth(request.headers.get("Authorization"))
+        if pair is None:
+            return web.json_response(
+                {"status": "FAILED", "msg": "Access denied for user. Please check your username and password."},
+                status=401,
+                headers={"WWW-Authenticate": 'Basic realm="galene"'},
+            )
+        try:
+            status, body = await self.fe_call("POST", "/api/_internal/auth/check", {"user": pair[0], "password": pair[1]})
+        except Exception as e:  # noqa: BLE001 - no FE, no privilege check: refused, saying why
+            return web.json_response({"status": "FAILED", "msg": f"could not check privileges at the FE: {e}"}, status=503)
+        if status == 200 and isinstance(body, dict) and body.get("status") == "OK":
+            return None
+        body = body if isinstance(body, dict) else {}
+        return web.json_response(
+            {"status": "FAILED", "msg": str(body.get("message") or f"the FE refused the check ({status})")},
+            status=int(body.get("http_status") or 401),
+        )
 
     # --- handlers -------------------------------------------------------------------
     async def handle_stream_load(self, request: web.Request) -> web.Response:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
+from galene.catalog import model
 from galene.catalog.model import (
     JOB_TASK_HISTORY,
     CatalogState,
@@ -358,7 +359,97 @@ def _(op: ops.SetClusterId, state: CatalogState) -> None:
 
 @_apply.register
 def _(op: ops.SetUserPassword, state: CatalogState) -> None:
-    state.users[op.user] = op.password_sha1
+    account = state.accounts.get(model.account_key(op.user, op.host))
+    if account is not None:
+        account.password = op.password_sha1
+
+
+# --- users and roles ------------------------------------------------------------------------
+@_apply.register
+def _(op: ops.CreateUser, state: CatalogState) -> None:
+    state.accounts[model.account_key(op.account.name, op.account.host)] = op.account
+
+
+@_apply.register
+def _(op: ops.DropUser, state: CatalogState) -> None:
+    state.accounts.pop(model.account_key(op.name, op.host), None)
+
+
+@_apply.register
+def _(op: ops.AlterUser, state: CatalogState) -> None:
+    account = state.accounts.get(model.account_key(op.name, op.host))
+    if account is None:
+        return
+    if op.password_sha1 is not None:
+        account.password = op.password_sha1
+    if op.comment is not None:
+        account.comment = op.comment
+
+
+@_apply.register
+def _(op: ops.CreateRole, state: CatalogState) -> None:
+    state.roles[op.role.name] = op.role
+
+
+@_apply.register
+def _(op: ops.DropRole, state: CatalogState) -> None:
+    state.roles.pop(op.name, None)
+    for account in state.accounts.values():
+        if op.name in account.roles:
+            account.roles = [r for r in account.roles if r != op.name]
+
+
+@_apply.register
+def _(op: ops.AlterRole, state: CatalogState) -> None:
+    role = state.roles.get(op.name)
+    if role is not None:
+        role.comment = op.comment
+
+
+def _grants_of(state: CatalogState, user: str | None, role: str | None) -> model.Grants | None:
+    holder = state.accounts.get(user) if user is not None else state.roles.get(role or "")
+    return holder.grants if holder is not None else None
+
+
+def _grant_map(grants: model.Grants, kind: str) -> dict[str, list[str]]:
+    return {"TABLE": grants.tables, "RESOURCE": grants.resources}.get(kind, grants.workload_groups)
+
+
+@_apply.register
+def _(op: ops.GrantPrivileges, state: CatalogState) -> None:
+    grants = _grants_of(state, op.user, op.role)
+    if grants is None:
+        return
+    entries = _grant_map(grants, op.kind)
+    held = set(entries.get(op.target, ())) | set(op.privileges)
+    entries[op.target] = [p for p in model.PRIVILEGES if p in held]
+
+
+@_apply.register
+def _(op: ops.RevokePrivileges, state: CatalogState) -> None:
+    grants = _grants_of(state, op.user, op.role)
+    if grants is None:
+        return
+    entries = _grant_map(grants, op.kind)
+    left = [p for p in entries.get(op.target, ()) if p not in op.privileges]
+    if left:
+        entries[op.target] = left
+    else:
+        entries.pop(op.target, None)
+
+
+@_apply.register
+def _(op: ops.GrantRoles, state: CatalogState) -> None:
+    account = state.accounts.get(op.user)
+    if account is not None:
+        account.roles = account.roles + [r for r in op.roles if r not in account.roles]
+
+
+@_apply.register
+def _(op: ops.RevokeRoles, state: CatalogState) -> None:
+    account = state.accounts.get(op.user)
+    if account is not None:
+        account.roles = [r for r in account.roles if r not in op.roles]
 
 
 # --- streaming jobs ----------------------------------------------------------------------------

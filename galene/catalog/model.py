@@ -335,6 +335,70 @@ class StreamingJob(msgspec.Struct, kw_only=True):
     tasks: list[JobTask] = msgspec.field(default_factory=list)  # newest last, JOB_TASK_HISTORY at most
 
 
+# --- users and privileges (Doris' model; galene/fe/auth.py resolves and enforces them) -------
+# Privilege names as Doris spells them in GRANT; the order is Doris' bit order (SHOW GRANTS).
+PRIVILEGES = (
+    "NODE_PRIV", "ADMIN_PRIV", "GRANT_PRIV", "SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV",
+    "CREATE_PRIV", "DROP_PRIV", "USAGE_PRIV", "SHOW_VIEW_PRIV",
+)  # fmt: skip
+
+
+class Grants(msgspec.Struct, kw_only=True):
+    """Privileges held by one user or role. Keys: `ctl.db.tbl` patterns (`*.*.*` global,
+    `internal.*.*` a catalog, `internal.db.*` a database, `internal.db.t` a table), resource
+    names and workload-group names; values: privilege names in PRIVILEGES order."""
+
+    tables: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    resources: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    workload_groups: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
+class UserAccount(msgspec.Struct, kw_only=True):
+    """A Doris user identity 'name'@'host' (host: a pattern, `%` and `_` wildcards, or literal).
+
+    `password` is MySQL's native stored form, hex SHA1(SHA1(password)) ("" = none): never the
+    clear text. `grants` are the privileges granted to the user directly (Doris keeps them in
+    the user's default role); `roles` the roles granted to it."""
+
+    name: str
+    host: str = "%"
+    password: str = ""
+    comment: str = ""
+    roles: list[str] = msgspec.field(default_factory=list)
+    grants: Grants = msgspec.field(default_factory=Grants)
+    create_time: float = 0.0
+
+
+class Role(msgspec.Struct, kw_only=True):
+    name: str
+    comment: str = ""
+    grants: Grants = msgspec.field(default_factory=Grants)
+    builtin: bool = False  # operator, admin: cannot be dropped or changed
+
+
+def account_key(name: str, host: str) -> str:
+    """Doris' UserIdentity text, the key of CatalogState.accounts: 'name'@'host'."""
+    return f"'{name}'@'{host}'"
+
+
+def _builtin_accounts() -> dict[str, UserAccount]:
+    # Doris' Auth.initUser: root (role operator) and admin (role admin), no password.
+    return {
+        account_key("root", "%"): UserAccount(name="root", comment="ROOT", roles=["operator"]),
+        account_key("admin", "%"): UserAccount(name="admin", comment="ADMIN", roles=["admin"]),
+    }
+
+
+def _builtin_roles() -> dict[str, Role]:
+    def everything(privs: list[str]) -> Grants:
+        return Grants(tables={"*.*.*": list(privs)}, resources={"%": list(privs)}, workload_groups={"%": list(privs)})
+
+    return {
+        "operator": Role(name="operator", grants=everything(["NODE_PRIV", "ADMIN_PRIV"]), builtin=True),
+        "admin": Role(name="admin", grants=everything(["ADMIN_PRIV"]), builtin=True),
+    }
+
+
 class CatalogState(msgspec.Struct, kw_only=True):
     """All FE metadata. Equality of two states is equality of every field."""
 
@@ -346,9 +410,10 @@ class CatalogState(msgspec.Struct, kw_only=True):
     txns: dict[int, Txn] = msgspec.field(default_factory=dict)
     backends: dict[int, Backend] = msgspec.field(default_factory=dict)
     frontends: list[Frontend] = msgspec.field(default_factory=list)
-    users: dict[str, str] = msgspec.field(
-        default_factory=lambda: {"root": "", "admin": ""}
-    )  # name -> sha1 hex
+    # Users by account_key ('name'@'host') and roles by name. (Images written before these
+    # had a `users` map of name -> hash; decoding ignores it: no password could be set then.)
+    accounts: dict[str, UserAccount] = msgspec.field(default_factory=_builtin_accounts)
+    roles: dict[str, Role] = msgspec.field(default_factory=_builtin_roles)
     # Files of rowsets that an overwrite, a truncate or a compaction replaced: path -> the
     # time they were replaced. GC keeps them for gc_grace_seconds after that (a query that
     # started before the replacement may still read them), then deletes them.

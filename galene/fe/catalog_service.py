@@ -15,6 +15,7 @@ from collections import Counter
 
 import msgspec
 
+from galene.catalog import model
 from galene.catalog.model import (
     Backend,
     CatalogState,
@@ -639,6 +640,151 @@ class CatalogService:
                 txn = self.state.txns.get(txn_id) if txn_id is not None else None
                 out[label] = txn.status if txn is not None else "UNKNOWN"
             return out
+
+    # --- users and roles (privilege rules: galene/fe/auth.py) ---------------------------
+    def _account(self, name: str, host: str, missing: str) -> model.UserAccount:
+        account = self.state.accounts.get(model.account_key(name, host))
+        if account is None:
+            raise AnalysisError(missing.format(key=model.account_key(name, host), name=name, host=host))
+        return account
+
+    def create_user(self, account: model.UserAccount, if_not_exists: bool = False) -> bool:
+        """CREATE USER: `account` complete (password hash, DEFAULT ROLE, comment)."""
+        with self.lock:
+            for role in account.roles:
+                if role not in self.state.roles:
+                    raise AnalysisError(f"Role: {role} does not exist")
+            key = model.account_key(account.name, account.host)
+            if key in self.state.accounts:
+                if if_not_exists:
+                    return False
+                raise AnalysisError(f"User {key} already exist")
+            account = msgspec.structs.replace(account, create_time=account.create_time or time.time())
+            self.store.log(ops.CreateUser(account=account))
+            return True
+
+    def drop_user(self, name: str, host: str, if_exists: bool = False) -> bool:
+        with self.lock:
+            if model.account_key(name, host) not in self.state.accounts:
+                if if_exists:
+                    return False
+                raise AnalysisError(f"User `{name}`@`{host}` does not exist.")
+            self.store.log(ops.DropUser(name=name, host=host))
+            return True
+
+    def alter_user(
+        self, name: str, host: str, *, password_sha1: str | None, comment: str | None, if_exists: bool = False
+    ) -> bool:
+        with self.lock:
+            if model.account_key(name, host) not in self.state.accounts:
+                if if_exists:
+                    return False
+                raise AnalysisError(f"User {model.account_key(name, host)} does not exist")
+            self.store.log(ops.AlterUser(name=name, host=host, password_sha1=password_sha1, comment=comment))
+            return True
+
+    def set_password(self, name: str, host: str, password_sha1: str) -> None:
+        with self.lock:
+            self._account(name, host, "user {key} does not exist")
+            self.store.log(ops.SetUserPassword(user=name, host=host, password_sha1=password_sha1))
+
+    def create_role(self, name: str, comment: str = "", if_not_exists: bool = False) -> bool:
+        with self.lock:
+            if name in self.state.roles:
+                if if_not_exists:
+                    return False
+                raise AnalysisError(f"Role {name} already exists")
+            self.store.log(ops.CreateRole(role=model.Role(name=name, comment=comment)))
+            return True
+
+    def drop_role(self, name: str, if_exists: bool = False) -> bool:
+        with self.lock:
+            if name not in self.state.roles:
+                if if_exists:
+                    return False
+                raise AnalysisError(f"Role {name} does not exist")
+            self.store.log(ops.DropRole(name=name))
+            return True
+
+    def alter_role(self, name: str, comment: str) -> None:
+        with self.lock:
+            if name not in self.state.roles:
+                raise AnalysisError(f"Role {name} not exist")
+            self.store.log(ops.AlterRole(name=name, comment=comment))
+
+    def _grant_holder(self, user: str | None, role: str | None) -> model.Grants:
+        if user is not None:
+            account = self.state.accounts.get(user)
+            if account is None:
+                raise AnalysisError(f"user {user} does not exist")
+            return account.grants
+        found = self.state.roles.get(role or "")
+        if found is None:
+            raise AnalysisError(f"Role: {role} does not exist")
+        return found.grants
+
+    def _check_grant_target(self, kind: str, target: str, privileges: list[str]) -> None:
+        """Doris' checkTablePatternExist: the catalog, database and table must exist (not for
+        CREATE_PRIV, which may be granted on what is to be created)."""
+        if kind != "TABLE" or "CREATE_PRIV" in privileges:
+            return
+        ctl, db, tbl = target.split(".", 2)
+        if ctl == "*":
+            return
+        if ctl != "internal":
+            raise AnalysisError(f"catalog:{ctl} does not exist")
+        if db == "*":
+            return
+        database = self.state.databases.get(self.state.db_names.get(db, -1))
+        if database is None:
+            raise AnalysisError(f"database:{db} does not exist")
+        if tbl != "*" and tbl not in database.tables and tbl not in getattr(database, "views", {}):
+            raise AnalysisError(f"table:{tbl} does not exist")
+
+    def grant_privileges(
+        self, user: str | None, role: str | None, kind: str, target: str, privileges: list[str]
+    ) -> None:
+        """GRANT privileges ON target TO user (an account key) | ROLE role."""
+        with self.lock:
+            self._check_grant_target(kind, target, privileges)
+            self._grant_holder(user, role)
+            self.store.log(
+                ops.GrantPrivileges(user=user, role=role, kind=kind, target=target, privileges=list(privileges))
+            )
+
+    def revoke_privileges(
+        self, user: str | None, role: str | None, kind: str, target: str, privileges: list[str]
+    ) -> None:
+        with self.lock:
+            grants = self._grant_holder(user, role)
+            entries = {"TABLE": grants.tables, "RESOURCE": grants.resources}.get(kind, grants.workload_groups)
+            if target not in entries:
+                if user is not None:
+                    account = self.state.accounts[user]
+                    raise AnalysisError(
+                        f"There is no such grant defined for user '{account.name}' on host '{account.host}'", 1141
+                    )
+                raise AnalysisError(f"There is no such grant defined for role '{role}'", 1141)
+            self.store.log(
+                ops.RevokePrivileges(user=user, role=role, kind=kind, target=target, privileges=list(privileges))
+            )
+
+    def _check_role_grant(self, user: str, roles: list[str]) -> None:
+        if user not in self.state.accounts:
+            raise AnalysisError(f"user: {user} does not exist")
+        for role in roles:
+            if role not in self.state.roles:
+                raise AnalysisError(f"role:{role} does not exist")
+
+    def grant_roles(self, user: str, roles: list[str]) -> None:
+        with self.lock:
+            self._check_role_grant(user, roles)
+            self.store.log(ops.GrantRoles(user=user, roles=list(roles)))
+
+    def revoke_roles(self, user: str, roles: list[str]) -> None:
+        with self.lock:
+            self._check_role_grant(user, roles)
+            self.store.log(ops.RevokeRoles(user=user, roles=list(roles)))
 
     # --- backends -------------------------------------------------------------------
     def add_backend(self, host: str, heartbeat_port: int, tags: dict[str, str] | None = None) -> Backend:

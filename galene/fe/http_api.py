@@ -9,7 +9,6 @@ connection, so a client that sent `Expect: 100-continue` never uploads the data 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import time
@@ -21,6 +20,7 @@ from galene.be import two_phase
 from galene.be.load_headers import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
+from galene.fe import auth
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
 from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 # load (one per tablet and 32 MB block), so a 10 GB load into many tablets is megabytes.
 INTERNAL_BODY_MAX_BYTES = 100 << 20
 
+_ACCESS_DENIED = "Access denied for user. Please check your username and password."
+# The identity of the loads the FE sends for a SQL INSERT (their statement was checked).
+INTERNAL = auth.Identity("\0internal", "\0")
+
 
 def _table_doc(table) -> dict:
     """A table as the BE needs it: schema, layout, properties; not the data files."""
@@ -47,9 +51,13 @@ def _table_doc(table) -> dict:
 
 def password_hash(password: str) -> str:
     """MySQL native stored form: hex(SHA1(SHA1(password))); empty password stays ''."""
-    if not password:
-        return ""
-    return hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest()
+    return auth.native_hash(password)
+
+
+# The answer of an admin route, a load or a 2PC to a user whose password is right but who lacks
+# the privilege: Doris' FE REST text, HTTP 403 (Doris answers 200 with this body on its load
+# entry and 401 on its admin routes; 403 tells a client "authenticated, not allowed" apart).
+FORBIDDEN_STATUS = 403
 
 
 async def _no_continue(request: web.Request) -> None:
@@ -64,6 +72,8 @@ class FeHttpApi:
     async def tasks_dump(self, request: web.Request) -> web.Response:
         """GET /api/_tasks: the asyncio tasks and threads, then each running streaming-job task's
         stage and how long it has waited in it."""
+        if (refusal := self._admin(request)) is not None:
+            return refusal
         text = tasks_dump_text() + self.fe.jobs.describe_running()
         return web.Response(text=text, content_type="text/plain")
 
@@ -101,25 +111,80 @@ class FeHttpApi:
             web.post("/api/_internal/group_commit/recover", self.group_commit_recover),
             web.post("/api/_internal/txn/2pc", self.txn_2pc),
             web.post("/api/_internal/backend_event", self.backend_event),
+            web.post("/api/_internal/auth/check", self.auth_check),
+            web.post("/api/_internal/auth/status", self.auth_status),
             *compaction_routes(self),
         ]
 
     # --- auth -----------------------------------------------------------------------
-    def check_user(self, user: str, password: str) -> bool:
-        stored = self.fe.state.users.get(user.split("@")[0])
-        if stored is not None and is_internal_password(self.fe.store.token, user, password):
-            return True  # a load the FE itself sends for a SQL INSERT (galene/fe/insert.py)
-        return stored is not None and stored == password_hash(password)
+    def check_user(self, user: str, password: str, host: str | None = None) -> bool:
+        return self.identify(user, password, host) is not None
+
+    def identify(self, user: str, password: str, host: str | None = None) -> auth.Identity | None:
+        """The identity Basic auth `user:password` acts as (`host`: the client, when the request
+        reached this FE from it; None when a BE relays it), or None. The FE's own loads for a SQL
+        INSERT act as the statement's user, whose privileges the SQL layer checked: INTERNAL."""
+        name = user.split("@")[0]
+        if is_internal_password(self.fe.store.token, user, password):
+            if any(a.name == name for a in self.fe.state.accounts.values()):
+                return INTERNAL  # a load the FE itself sends for a SQL INSERT (galene/fe/insert.py)
+            return None
+        account = auth.http_account(self.fe.state, name, password, host)
+        return auth.Identity(account.name, account.host) if account is not None else None
+
+    def _may_load(self, ident: auth.Identity, db: str, table: str | None) -> bool:
+        return ident is INTERNAL or auth.check_load(self.fe.state, ident, db, table)
+
+    def _forbidden(self, pred: auth.Predicate) -> web.Response:
+        message = auth.http_denied(pred)
+        resp = web.json_response(
+            {"Status": "Fail", "Message": message, "status": "FAILED", "msg": message}, status=FORBIDDEN_STATUS
+        )
+        resp.force_close()
+        return resp
+
+    def _admin(self, request: web.Request) -> web.Response | None:
+        """None when the request's user has ADMIN_PRIV or NODE_PRIV; else the refusal."""
+        auth_pair = parse_basic_auth(request.headers.get("Authorization"))
+        ident = self.identify(*auth_pair, request.remote) if auth_pair is not None else None
+        if ident is None or ident is INTERNAL:
+            return self._unauthorized()
+        if not auth.admin_or_node(self.fe.state, ident):
+            return self._forbidden(auth.ADMIN_OR_NODE)
+        return None
+
+    async def auth_check(self, request: web.Request) -> web.Response:
+        """Internal (BE -> FE): may these credentials use an admin route? (the BE's compaction
+        API and task dump ask; the BE keeps no users)."""
+
+        async def fn(p: dict) -> dict:
+            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+            if ident is None or ident is INTERNAL:
+                return {"status": "ERROR", "http_status": 401, "message": _ACCESS_DENIED}
+            if not auth.admin_or_node(self.fe.state, ident):
+                return {"status": "ERROR", "http_status": FORBIDDEN_STATUS, "message": auth.http_denied(auth.ADMIN_OR_NODE)}
+            return {"status": "OK"}
+
+        return await self._internal(request, fn)
+
+    async def auth_status(self, request: web.Request) -> web.Response:
+        """Internal (supervisor -> FE): whether root has a password (the banner's warning)."""
+
+        async def fn(p: dict) -> dict:
+            root = self.fe.state.accounts.get(auth.ROOT.key)
+            return {"status": "OK", "root_has_password": bool(root is not None and root.password)}
+
+        return await self._internal(request, fn)
 
     def _basic_auth(self, request: web.Request) -> tuple[str, str] | None:
-        auth = parse_basic_auth(request.headers.get("Authorization"))
-        if auth is None or not self.check_user(*auth):
+        pair = parse_basic_auth(request.headers.get("Authorization"))
+        if pair is None or not self.check_user(*pair, request.remote):
             return None
-        return auth
+        return pair
 
     def _unauthorized(self) -> web.Response:
         return web.json_response(
-            {"status": "FAILED", "msg": "Access denied for user. Please check your username and password."},
+            {"status": "FAILED", "msg": _ACCESS_DENIED},
             status=401,
             headers={"WWW-Authenticate": 'Basic realm="galene"'},
         )
@@ -129,17 +194,19 @@ class FeHttpApi:
 
     # --- stream load entry ----------------------------------------------------------
     async def stream_load_entry(self, request: web.Request) -> web.StreamResponse:
-        auth = self._basic_auth(request)
-        if auth is None:
+        pair = self._basic_auth(request)
+        if pair is None:
             return self._unauthorized()
         db, table = request.match_info["db"], request.match_info["table"]
         try:
             self.fe.catalog.table(db, table)
         except GaleneError as e:
             return self._fail_json(e.message)
+        if not self._may_load(self.identify(*pair, request.remote), db, table):
+            return self._forbidden(auth.LOAD)
         try:  # the BE and its endpoint: redirect-policy, group-commit owner, forwarding
             location = redirect_location(
-                self.fe, request.headers, request.path, request.query_string, self.fe.catalog.table(db, table), *auth
+                self.fe, request.headers, request.path, request.query_string, self.fe.catalog.table(db, table), *pair
             )
         except LoadRoutingError as e:
             return self._fail_json(e.message)
@@ -168,13 +235,27 @@ class FeHttpApi:
     async def stream_load_2pc(self, request: web.Request) -> web.Response:
         """`_stream_load_2pc` on the FE: answered here (Doris redirects it to a BE, which
         asks the FE; answering directly gives the same reply without the extra hop)."""
-        if self._basic_auth(request) is None:  # Doris checks the password first
+        pair = self._basic_auth(request)
+        if pair is None:  # Doris checks the password first
             return self._unauthorized()
         try:
             req = two_phase.parse_request(request.match_info.get("db", ""), request.headers)
         except two_phase.TwoPhaseError as e:
             return two_phase.json_reply(e.reply())
+        ident = self.identify(*pair, request.remote)
+        if not self._may_load_2pc(ident, req):
+            message = auth.http_denied(auth.LOAD)
+            return two_phase.json_reply(two_phase.fe_error(message).reply(), status=FORBIDDEN_STATUS)
         return two_phase.json_reply(await self.run_2pc(req))
+
+    def _may_load_2pc(self, ident: auth.Identity, req: two_phase.TwoPhaseRequest) -> bool:
+        """LOAD_PRIV on the table of the txn the request names (the database's, if none)."""
+        try:
+            txn = self.fe.catalog.txn_for_2pc(req.db, req.txn_id, req.label)
+        except GaleneError:
+            return self._may_load(ident, req.db, None)  # run_2pc answers the missing txn
+        table = self.fe.state.tables.get(txn.table_id)
+        return self._may_load(ident, req.db, table.name if table is not None else None)
 
     async def run_2pc(self, req: two_phase.TwoPhaseRequest) -> dict:
         """Commit or abort the named txn; an aborted PRECOMMITTED txn's files are deleted."""
@@ -195,11 +276,13 @@ class FeHttpApi:
         if not self._check_token(request):
             return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
         p = await read_json_object(request, INTERNAL_BODY_MAX_BYTES)
-        if not self.check_user(str(p.get("user", "")), str(p.get("password", ""))):
-            return web.json_response(
-                two_phase.fe_error("Access denied for user. Please check your username and password.").reply()
-            )
-        return web.json_response(await self.run_2pc(two_phase.TwoPhaseRequest.from_payload(p)))
+        ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+        if ident is None:
+            return web.json_response(two_phase.fe_error(_ACCESS_DENIED).reply())
+        req = two_phase.TwoPhaseRequest.from_payload(p)
+        if not self._may_load_2pc(ident, req):
+            return web.json_response(two_phase.fe_error(auth.load_denied_text()).reply())
+        return web.json_response(await self.run_2pc(req))
 
     # --- operations -----------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
@@ -230,8 +313,8 @@ class FeHttpApi:
         return web.Response(text=m.render(), content_type="text/plain")
 
     async def dump(self, request: web.Request) -> web.Response:
-        if self._basic_auth(request) is None:
-            return self._unauthorized()
+        if (refusal := self._admin(request)) is not None:
+            return refusal
         path = self.fe.cfg.meta_path / "dump" / f"image.{self.fe.store.last_journal_id}"
         path.parent.mkdir(parents=True, exist_ok=True)
         # The store writes under its own lock, in a worker thread: the event loop never blocks on it.
@@ -241,16 +324,16 @@ class FeHttpApi:
         )
 
     async def journal(self, request: web.Request) -> web.Response:
-        if self._basic_auth(request) is None:
-            return self._unauthorized()
+        if (refusal := self._admin(request)) is not None:
+            return refusal
         start = int(request.query.get("from", "1"))
         limit = min(int(request.query.get("limit", "100")), 1000)
         rows = await asyncio.to_thread(meta_tools.list_journal, self.fe.cfg.meta_path, start, limit)
         return web.Response(text=json.dumps(rows, default=str), content_type="application/json")
 
     async def gc(self, request: web.Request) -> web.Response:
-        if self._basic_auth(request) is None:
-            return self._unauthorized()
+        if (refusal := self._admin(request)) is not None:
+            return refusal
         grace = request.query.get("grace_seconds")
         deleted = await self.fe.run_gc(float(grace) if grace is not None else None)
         return web.json_response({"msg": "success", "code": 0, "data": {"deleted": deleted}, "count": 0})
@@ -291,8 +374,11 @@ class FeHttpApi:
 
     async def txn_begin(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
-            if not self.check_user(p.get("user", ""), p.get("password", "")):
-                raise LoadError("Access denied for user. Please check your username and password.")
+            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+            if ident is None:
+                raise LoadError(_ACCESS_DENIED)
+            if not self._may_load(ident, str(p["db"]), str(p["table"])):
+                raise LoadError(auth.load_denied_text())
             txn, table = await asyncio.to_thread(
                 self.fe.catalog.begin_txn,
                 p["db"],
@@ -327,8 +413,11 @@ class FeHttpApi:
         """Schema, layout and properties of a table for a BE that loads without its own txn."""
 
         async def fn(p: dict) -> dict:
-            if not self.check_user(p.get("user", ""), p.get("password", "")):
-                raise LoadError("Access denied for user. Please check your username and password.")
+            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+            if ident is None:
+                raise LoadError(_ACCESS_DENIED)
+            if not self._may_load(ident, str(p["db"]), str(p["table"])):
+                raise LoadError(auth.load_denied_text())
             table = self.fe.catalog.table(p["db"], p["table"])
             return {"status": "OK", "table": _table_doc(table)}
 

@@ -117,6 +117,7 @@ from sqlglot.tokens import TokenType
 import galene
 from galene.common.errors import ER_ACCESS_DENIED, ER_BAD_DB, ER_UNKNOWN_ERROR, GaleneError
 from galene.common.types import ColumnType, TypeError_, parse_type
+from galene.fe.auth import redact_passwords
 from galene.fe.session_sql import (
     GlobalVariables,
     KillConnection,
@@ -178,6 +179,11 @@ _SQLSTATES = {
     1231: b"42000",
     1232: b"42000",
     ER_QUERY_INTERRUPTED: b"70100",
+    1044: b"42000",  # privileges (galene/fe/auth.py): database, table, specific, all, hash length
+    1142: b"42000",
+    1223: b"42000",
+    1227: b"42000",
+    1372: b"42000",
 }
 
 # Rows per batch when streaming a result: bounds memory and lets other sessions run.
@@ -428,6 +434,8 @@ class SessionContext:
     user: str
     database: str | None
     variables: dict[str, Any]  # session variables (lower-case names), e.g. sql_mode, autocommit, group_commit
+    user_host: str = "%"  # host pattern of the account the session logged in as ('user'@'user_host')
+    client_host: str = ""  # the client's address
 
 
 @dataclass
@@ -467,6 +475,7 @@ class GaleneSession(BaseSession):
         self.variables = SessionVariables(server.global_variables)
         self.statements = SessionSql(self.variables)
         self.username: str | None = None
+        self.user_host = "%"  # the account's host pattern (its identity is 'username'@'user_host')
         self.database: str | None = None
         self.connection: GaleneConnection | None = None
         # What SHOW PROCESSLIST shows of this session: login, its current (or last) statement.
@@ -482,6 +491,10 @@ class GaleneSession(BaseSession):
     async def close(self) -> None:
         self.connection = None
 
+    def _is_admin(self) -> bool:
+        check = getattr(self.executor, "is_admin", None)
+        return check(self.context()) if check is not None else True
+
     async def use(self, database: str) -> None:
         await self.use_database(database)
 
@@ -491,11 +504,16 @@ class GaleneSession(BaseSession):
             user=self.username or "",
             database=self.database,
             variables=self.variables.values,
+            user_host=self.user_host,
+            client_host=self.connection.client_host if self.connection else "",
         )
 
     async def use_database(self, name: str) -> None:
         if not self.executor.database_exists(name):
             raise GaleneError(f"errCode = 2, detailMessage = Unknown database '{name}'", ER_BAD_DB)
+        check_access = getattr(self.executor, "check_database_access", None)
+        if check_access is not None:  # Doris' 1044 for a database the user has no privilege in
+            check_access(name, self.context())
         self.database = name
 
     async def run(self, sql: str) -> StatementResult:
@@ -505,8 +523,10 @@ class GaleneSession(BaseSession):
             host=self.connection.client_host if self.connection else "localhost",
             database=self.database,
             connection_id=self.connection.connection_id if self.connection else 0,
+            user_host=self.user_host,
+            is_admin=self._is_admin,
         )
-        logger.debug("connection %s: %.200s", info.connection_id, sql)
+        logger.debug("connection %s: %.200s", info.connection_id, redact_passwords(sql))
         self.command_start = time.time()
         self.current_sql = sql
         self.server.questions += 1
@@ -567,6 +587,20 @@ class _ExecutorIdentityProvider(IdentityProvider):
             return None
         # Accept MySQL's "*HEX" spelling of the same SHA1(SHA1(password)) hash.
         return User(name=username, auth_string=stored.lstrip("*"), auth_plugin=NativePasswordAuthPlugin.name)
+
+    async def get_account(self, username: str, host: str) -> tuple[User, str] | None:
+        """The user a login as `username` from `host` is checked against (MySQL's rule: the
+        most specific account whose host pattern matches), and that account's host pattern."""
+        lookup = getattr(self.executor, "login_account", None)
+        if lookup is None:
+            user = await self.get_user(username)
+            return (user, "%") if user is not None else None
+        found = lookup(username, host)
+        if found is None:
+            return None
+        host_pattern, stored = found
+        user = User(name=username, auth_string=stored.lstrip("*"), auth_plugin=NativePasswordAuthPlugin.name)
+        return user, host_pattern
 
 
 class GaleneConnection(Connection):
@@ -650,10 +684,11 @@ class GaleneConnection(Connection):
         # Only the capabilities both sides support are in effect.
         self.capabilities &= self.server_capabilities
         self.authenticated = False
-        user = await self.identity_provider.get_user(username)
-        if user is None:
+        account = await self.identity_provider.get_account(username, self.client_host)
+        if account is None:
             await self._deny_login(username, bool(auth_response))
             return
+        user, user_host = account
         plugin = self.identity_provider.get_default_plugin()
         auth_info = AuthInfo(
             username=username,
@@ -694,6 +729,17 @@ class GaleneConnection(Connection):
         if database and not self.server.executor.database_exists(database):
             await self.stream.write(self._error_packet(ER_BAD_DB, f"Unknown database '{database}'"))
             return
+        check_access = getattr(self.server.executor, "check_database_access", None)
+        if database and check_access is not None:  # Doris' 1044: no privilege in that database
+            as_user = SessionContext(
+                connection_id=self.connection_id, user=decision.authenticated_as, database=None, variables={},
+                user_host=user_host, client_host=self.client_host,
+            )  # fmt: skip
+            try:
+                check_access(database, as_user)
+            except GaleneError as e:
+                await self.stream.write(self._error_packet(e.code, e.mysql_text()))
+                return
         # Doris counts a session once it has authenticated, and refuses it then (not before).
         refusal = self.server.register_session(self, decision.authenticated_as)
         if refusal is not None:
@@ -701,6 +747,7 @@ class GaleneConnection(Connection):
             await self.stream.write(self._error_packet(ER_TOO_MANY_USER_CONNECTIONS, refusal))
             return
         self.session.username = decision.authenticated_as
+        self.session.user_host = user_host
         self.authenticated = True
         await self.stream.write(self._ok_packet())
 

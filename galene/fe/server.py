@@ -9,6 +9,7 @@ storage-GC and compaction loops and the streaming-job runner.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from aiohttp import web
 from galene import DORIS_COMPAT_VERSION, VERSION_COMMENT
 from galene.common.debug_points import DebugPoints
 from galene.config import Config
+from galene.fe import auth
 from galene.fe.backends import BackendMonitor
 from galene.fe.canary import CanaryMonitor
 from galene.fe.catalog_service import CatalogService
@@ -97,6 +99,14 @@ class FeServer:
             # Doris lifts the limit where compaction is off (disable_auto_compaction).
             max_tablet_version_num=0 if self.cfg.disable_auto_compaction else self.cfg.max_tablet_version_num,
         )
+        # Users: a new cluster's initial root password; the warning while root is open.
+        fresh = self.store.last_journal_id == 0 and self.store.last_image_id == 0
+        await asyncio.to_thread(
+            functools.partial(
+                auth.on_fe_start, self.catalog, fresh=fresh,
+                initial_root_password=self.cfg.initial_root_password, host=self.host,
+            )
+        )  # fmt: skip
         self.rpc = RpcClient(
             token=self.store.token,
             default_timeout_s=self.cfg.rpc_timeout_ms / 1000,

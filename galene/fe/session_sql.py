@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -26,6 +27,7 @@ from sqlglot.tokens import Token, TokenType
 
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
+from galene.fe.auth import specific_denied
 from galene.sql.like import like_match
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
@@ -339,6 +341,8 @@ class SessionInfo:
     host: str
     database: str | None
     connection_id: int
+    user_host: str = "%"  # the account's host pattern: CURRENT_USER() is 'user'@'user_host'
+    is_admin: Callable[[], bool] | None = None  # may SET GLOBAL (Doris: ADMIN_PRIV); None = yes
 
 
 # ---------------------------------------------------------------------------------------
@@ -410,6 +414,7 @@ class SessionSql:
 
     # -- entry point ----------------------------------------------------------------------
     def handle(self, sql: str, info: SessionInfo) -> LocalResult | UseDatabase | KillConnection | None:
+        self._info = info
         words = leading_words(sql)
         if not words:
             raise GaleneError("Query was empty", 1065)
@@ -505,6 +510,9 @@ class SessionSql:
         if name.lower() == "password":
             return False
         value = self._set_value(value_expr, user_variable=False)
+        info = getattr(self, "_info", None)
+        if scope == "GLOBAL" and info is not None and info.is_admin is not None and not info.is_admin():
+            raise specific_denied("ADMIN")  # Doris' VariableMgr: SET GLOBAL needs ADMIN_PRIV
         self.variables.set_scoped(name, value, scope)
         return True
 
@@ -589,7 +597,7 @@ class SessionSql:
         if isinstance(node, exp.CurrentSchema):
             return info.database, TEXT
         if isinstance(node, exp.CurrentUser):
-            return f"'{info.user}'@'%'", TEXT
+            return f"'{info.user}'@'{info.user_host}'", TEXT
         if isinstance(node, exp.SessionUser):
             return f"'{info.user}'@'{info.host}'", TEXT
         if isinstance(node, exp.CurrentVersion):

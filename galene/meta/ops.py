@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
+from galene.catalog import model
 from galene.catalog.model import (
     Backend,
     Column,
@@ -227,8 +228,76 @@ class SetClusterId(_Op):
 
 
 class SetUserPassword(_Op):
+    """SET PASSWORD [FOR 'user'@'host'], ALTER USER … IDENTIFIED BY, initial_root_password."""
+
     user: str
     password_sha1: str  # hex of SHA1(SHA1(password)) as MySQL stores it; "" = empty password
+    host: str = "%"
+
+
+# --- users and roles (galene/fe/auth.py) ------------------------------------------------------
+class CreateUser(_Op):
+    account: model.UserAccount  # complete: password hash, roles (DEFAULT ROLE), comment
+
+
+class DropUser(_Op):
+    name: str
+    host: str
+
+
+class AlterUser(_Op):
+    """ALTER USER … [IDENTIFIED BY …] [COMMENT …]: None leaves a field as it is."""
+
+    name: str
+    host: str
+    password_sha1: str | None = None
+    comment: str | None = None
+
+
+class CreateRole(_Op):
+    role: model.Role
+
+
+class DropRole(_Op):
+    """The role goes, and every user that had it loses it."""
+
+    name: str
+
+
+class AlterRole(_Op):
+    name: str
+    comment: str
+
+
+class GrantPrivileges(_Op):
+    """GRANT privs ON <target> TO 'user'@'host' | ROLE 'r'. `kind`: TABLE (`target` a
+    `ctl.db.tbl` pattern), RESOURCE or WORKLOAD_GROUP (a name). Privileges add to those held."""
+
+    user: str | None  # account_key, or None for a role
+    role: str | None
+    kind: str
+    target: str
+    privileges: list[str]
+
+
+class RevokePrivileges(_Op):
+    """REVOKE privs ON <target> FROM …: removes them; an entry left empty goes."""
+
+    user: str | None
+    role: str | None
+    kind: str
+    target: str
+    privileges: list[str]
+
+
+class GrantRoles(_Op):
+    user: str  # account_key
+    roles: list[str]
+
+
+class RevokeRoles(_Op):
+    user: str
+    roles: list[str]
 
 
 class CreateJob(_Op):
@@ -295,6 +364,16 @@ Op = (
     | DecommissionBackend
     | SetClusterId
     | SetUserPassword
+    | CreateUser
+    | DropUser
+    | AlterUser
+    | CreateRole
+    | DropRole
+    | AlterRole
+    | GrantPrivileges
+    | RevokePrivileges
+    | GrantRoles
+    | RevokeRoles
     | CompactRowsets
     | PurgeRetiredFiles
     | CreateJob

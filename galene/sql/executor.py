@@ -21,9 +21,10 @@ from datetime import datetime
 from sqlglot import exp
 
 from galene import __version__
-from galene.catalog.model import Table, snapshot
+from galene.catalog.model import Table, UserAccount, account_key, snapshot
 from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
 from galene.common.types import ColumnType, from_spark_type_name
+from galene.fe import auth
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines, view_definition
@@ -63,10 +64,29 @@ class SqlExecutor:
         return self.fe.catalog.has_db(name)
 
     def check_password(self, user: str) -> str | None:
-        return self.fe.state.users.get(user)
+        account = auth.login_account(self.fe.state, user, "127.0.0.1")
+        return account.password if account is not None else None
+
+    def login_account(self, user: str, host: str) -> tuple[str, str] | None:
+        """(the account's host pattern, its stored hash) a login from `host` is checked against."""
+        account = auth.login_account(self.fe.state, user, host)
+        return (account.host, account.password) if account is not None else None
+
+    def check_database_access(self, name: str, ctx: SessionContext) -> None:
+        """USE / COM_INIT_DB / the database of a login: Doris' 1044 for a database the user
+        has no privilege in."""
+        auth.authorize(self.fe.state, ctx, st.Use(db=name))
+
+    def is_admin(self, ctx: SessionContext) -> bool:
+        return auth.is_admin(self.fe.state, auth.session_identity(ctx))
+
+    def _visible(self, ctx: SessionContext, db: str, table: str | None = None) -> bool:
+        ident = auth.session_identity(ctx)
+        return auth.is_admin(self.fe.state, ident) or auth.can_see(self.fe.state, ident, db, table)
 
     async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
         stmt = st.parse_statement(sql)
+        auth.authorize(self.fe.state, ctx, stmt)  # Doris' privilege rules, before anything runs
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
         if handler is None:
             raise GaleneError(f"Unsupported statement: {sql.strip()[:200]}")
@@ -100,6 +120,7 @@ class SqlExecutor:
     async def _do_ShowDatabases(self, s, ctx):
         names = sorted(self.fe.state.db_names) + ["information_schema"]
         names = _like_filter(names, getattr(s, "like", None))
+        names = [n for n in names if self._visible(ctx, n)]
         return StatementResult(columns=_cols("Database"), rows=[(n,) for n in sorted(names)])
 
     async def _do_ShowCreateDatabase(self, s, ctx):
@@ -149,6 +170,7 @@ class SqlExecutor:
             return StatementResult(columns=_cols(label), rows=[(n,) for n in names])
         db = self.fe.catalog.db(db_name)
         names = _like_filter(sorted([*db.tables, *db.views]), getattr(s, "like", None))
+        names = [n for n in names if self._visible(ctx, db_name, n)]
         label = f"Tables_in_{db_name}"
         if s.full:
             kinds = [("VIEW" if n in db.views else "BASE TABLE") for n in names]
@@ -711,6 +733,155 @@ class SqlExecutor:
         reply = await ins.send_load(self.fe, load, body)
         affected, info = ins.reply_outcome(reply, load)
         return StatementResult(affected_rows=affected, info=info)
+
+    # --- users and privileges (rules: galene/fe/auth.py) ---------------------------------------
+    def _need_global(self, ctx, pred, what: str) -> None:
+        if not auth.has_global(self.fe.state, auth.session_identity(ctx), pred):
+            raise auth.specific_denied(what)
+
+    @staticmethod
+    def _password_hash(s) -> str | None:
+        if s.password is not None:
+            return auth.native_hash(s.password)
+        if s.hashed is not None:
+            return auth.parse_hashed_password(s.hashed)
+        return None
+
+    @staticmethod
+    def _check_user_name(name: str) -> None:
+        if not name:
+            raise AnalysisError("Does not support anonymous user")
+
+    async def _do_CreateUser(self, s, ctx):
+        self._check_user_name(s.user)
+        if s.user == "root":
+            raise AnalysisError("Can not create root user")
+        password = self._password_hash(s)
+        role = s.role
+        if role is not None:
+            if role.upper() == "SUPERUSER":  # Doris' old name for admin
+                role = "admin"
+            if role == "operator":
+                raise AnalysisError(f"Can not granted user to role: {role}")
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        account = UserAccount(
+            name=s.user, host=s.host, password=password or "", comment=s.comment or "", roles=[role] if role else []
+        )
+        await self._blocking(self.fe.catalog.create_user, account, s.if_not_exists)
+        return StatementResult()
+
+    def _check_root_password_change(self, ctx, name: str) -> None:
+        if name == "root" and ctx.user != "root":
+            raise AnalysisError("Can not set password for root user, except root itself")
+
+    async def _do_AlterUser(self, s, ctx):
+        self._check_user_name(s.user)
+        password = self._password_hash(s)
+        if password is not None:
+            self._check_root_password_change(ctx, s.user)
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        await self._blocking(
+            functools.partial(
+                self.fe.catalog.alter_user, s.user, s.host, password_sha1=password, comment=s.comment,
+                if_exists=s.if_exists,
+            )
+        )  # fmt: skip
+        return StatementResult()
+
+    async def _do_DropUser(self, s, ctx):
+        self._check_user_name(s.user)
+        if s.user in ("root", "admin"):
+            raise AnalysisError("Can not drop system user")
+        self._need_global(ctx, auth.GRANT, "DROP USER")
+        await self._blocking(self.fe.catalog.drop_user, s.user, s.host, s.if_exists)
+        return StatementResult()
+
+    async def _do_SetPassword(self, s, ctx):
+        me = auth.session_identity(ctx)
+        target = me if s.user is None else auth.Identity(s.user, s.host)
+        password = self._password_hash(s) or ""
+        self._check_root_password_change(ctx, target.name)
+        if target != me:
+            self._need_global(ctx, auth.GRANT, "GRANT")
+        await self._blocking(self.fe.catalog.set_password, target.name, target.host, password)
+        return StatementResult()
+
+    @staticmethod
+    def _check_role_name(role: str, what: str, can_be_admin: bool = False) -> None:
+        if role == "operator" or (not can_be_admin and role == "admin"):
+            raise AnalysisError(f"{what}: {role}")
+
+    async def _do_CreateRole(self, s, ctx):
+        self._check_role_name(s.name, "Can not create role")
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        await self._blocking(self.fe.catalog.create_role, s.name, s.comment, s.if_not_exists)
+        return StatementResult()
+
+    async def _do_DropRole(self, s, ctx):
+        self._check_role_name(s.name, "Can not drop role")
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        await self._blocking(self.fe.catalog.drop_role, s.name, s.if_exists)
+        return StatementResult()
+
+    async def _do_AlterRole(self, s, ctx):
+        self._check_role_name(s.name, "Can not alter role")
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        await self._blocking(self.fe.catalog.alter_role, s.name, s.comment)
+        return StatementResult()
+
+    async def _do_Grant(self, s, ctx):
+        state = self.fe.state
+        revoke = isinstance(s, st.Revoke)
+        privileges = auth.parse_privileges(s.privileges)
+        if not privileges:
+            raise AnalysisError("No privileges or roles in grant statement.")
+        kind = {"TABLE": "TABLE", "RESOURCE": "RESOURCE"}.get(s.on, "WORKLOAD_GROUP")
+        if kind == "TABLE":
+            target = auth.table_pattern(list(s.target))
+            if auth.pattern_level(target) == "TABLE":
+                ctl, db, tbl = target.split(".", 2)
+                target = f"{ctl}.{db}.{auth.canonical_table(state, db, tbl)}"
+        else:
+            target = s.target
+        if s.role is not None:
+            self._check_role_name(s.role, "Can not revoke from role" if revoke else "Can not grant to role")
+        else:
+            self._check_user_name(s.user)
+        auth.check_grant_rules(state, auth.session_identity(ctx), kind, target, privileges)
+        user = account_key(s.user, s.host) if s.role is None else None
+        change = self.fe.catalog.revoke_privileges if revoke else self.fe.catalog.grant_privileges
+        await self._blocking(change, user, s.role, kind, target, privileges)
+        return StatementResult()
+
+    _do_Revoke = _do_Grant
+
+    async def _do_GrantRole(self, s, ctx):
+        for role in s.roles:
+            self._check_role_name(role, "Can not grant role", can_be_admin=True)
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        change = self.fe.catalog.revoke_roles if isinstance(s, st.RevokeRole) else self.fe.catalog.grant_roles
+        await self._blocking(change, account_key(s.user, s.host), list(s.roles))
+        return StatementResult()
+
+    _do_RevokeRole = _do_GrantRole
+
+    async def _do_ShowGrants(self, s, ctx):
+        state = self.fe.state
+        me = auth.session_identity(ctx)
+        target = None if s.all else (auth.Identity(s.user, s.host) if s.user is not None else me)
+        if target != me:
+            self._need_global(ctx, auth.GRANT, "GRANT")
+        if target is not None and target != me and target.key not in state.accounts:
+            raise AnalysisError(f"User: {target} does not exist")
+        accounts = list(state.accounts.values()) if target is None else [state.accounts.get(target.key)]
+        rows = sorted((auth.grants_row(state, a) for a in accounts if a is not None), key=lambda r: r[0])
+        return StatementResult(columns=_cols(*auth.GRANTS_COLUMNS), rows=rows)
+
+    async def _do_ShowRoles(self, s, ctx):
+        self._need_global(ctx, auth.GRANT, "GRANT")
+        state = self.fe.state
+        rows = [auth.roles_row(state, state.roles[name]) for name in sorted(state.roles)]
+        return StatementResult(columns=_cols(*auth.ROLES_COLUMNS), rows=rows)
 
 
 def _truthy(value) -> bool:

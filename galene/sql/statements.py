@@ -18,6 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
+from galene.sql.dialect import AccountStatement as AccountStatementNode
 from galene.sql.dialect import AddColumnsClause as AddColumnsNode
 from galene.sql.dialect import AdminCompact as AdminCompactNode
 from galene.sql.dialect import AlterJob as AlterJobNode
@@ -464,6 +465,109 @@ class Explain(Statement):
 
     query: exp.Expr
     level: str = ""  # the level words as written, upper-cased ("VERBOSE", "SHAPE PLAN")
+
+
+# --- users and privileges (galene/fe/auth.py has the rules) -------------------------------
+@dataclass
+class CreateUser(Statement):
+    """CREATE USER [IF NOT EXISTS] 'u'@'h' [IDENTIFIED BY [PASSWORD] '…'] [DEFAULT ROLE 'r'] [COMMENT '…']"""
+
+    user: str
+    host: str = "%"
+    if_not_exists: bool = False
+    password: str | None = None  # clear text as written (hashed at once, never kept)
+    hashed: str | None = None  # IDENTIFIED BY PASSWORD '*…'
+    role: str | None = None
+    comment: str | None = None
+
+
+@dataclass
+class AlterUser(Statement):
+    user: str
+    host: str = "%"
+    if_exists: bool = False
+    password: str | None = None
+    hashed: str | None = None
+    comment: str | None = None
+
+
+@dataclass
+class DropUser(Statement):
+    user: str
+    host: str = "%"
+    if_exists: bool = False
+
+
+@dataclass
+class SetPassword(Statement):
+    """SET PASSWORD [FOR 'u'@'h'] = PASSWORD('…') | '*…' (user None: the session's own)."""
+
+    user: str | None = None
+    host: str = "%"
+    password: str | None = None
+    hashed: str | None = None
+
+
+@dataclass
+class CreateRole(Statement):
+    name: str
+    if_not_exists: bool = False
+    comment: str = ""
+
+
+@dataclass
+class DropRole(Statement):
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class AlterRole(Statement):
+    name: str
+    comment: str = ""
+
+
+@dataclass
+class Grant(Statement):
+    """GRANT privs ON ctl.db.tbl | RESOURCE 'r' | WORKLOAD GROUP 'g' TO 'u'@'h' | ROLE 'r'."""
+
+    privileges: list[str]
+    on: str  # TABLE, RESOURCE or WORKLOAD GROUP
+    target: list[str] | str  # TABLE: the pattern's parts as written; else the name
+    user: str | None = None
+    host: str = "%"
+    role: str | None = None
+
+
+@dataclass
+class Revoke(Grant):
+    """REVOKE privs ON … FROM 'u'@'h' | ROLE 'r'."""
+
+
+@dataclass
+class GrantRole(Statement):
+    """GRANT 'r'[, …] TO 'u'@'h'."""
+
+    roles: list[str]
+    user: str
+    host: str = "%"
+
+
+@dataclass
+class RevokeRole(GrantRole):
+    """REVOKE 'r'[, …] FROM 'u'@'h'."""
+
+
+@dataclass
+class ShowGrants(Statement):
+    all: bool = False
+    user: str | None = None
+    host: str = "%"
+
+
+@dataclass
+class ShowRoles(Statement):
+    pass
 
 
 @dataclass
@@ -1014,8 +1118,50 @@ def _classify_rename_command(node: exp.Command, sql: str) -> Statement:
     return Other(sql=sql)
 
 
+def _classify_account(node: AccountStatementNode, sql: str) -> Statement:
+    a = node.args
+    what = node.name
+    ident = a.get("user")
+    user = ident.name if ident is not None else None
+    host = (ident.args.get("host") if ident is not None else None) or "%"
+    if what == "CREATE USER":
+        return CreateUser(
+            user=user, host=host, if_not_exists=bool(a.get("exists")), password=a.get("password"),
+            hashed=a.get("hashed"), role=a.get("role"), comment=a.get("comment"), sql=sql,
+        )  # fmt: skip
+    if what == "ALTER USER":
+        return AlterUser(
+            user=user, host=host, if_exists=bool(a.get("exists")), password=a.get("password"),
+            hashed=a.get("hashed"), comment=a.get("comment"), sql=sql,
+        )  # fmt: skip
+    if what == "DROP USER":
+        return DropUser(user=user, host=host, if_exists=bool(a.get("exists")), sql=sql)
+    if what == "SET PASSWORD":
+        return SetPassword(user=user, host=host, password=a.get("password"), hashed=a.get("hashed"), sql=sql)
+    if what == "CREATE ROLE":
+        return CreateRole(name=a["role"], if_not_exists=bool(a.get("exists")), comment=a.get("comment") or "", sql=sql)
+    if what == "DROP ROLE":
+        return DropRole(name=a["role"], if_exists=bool(a.get("exists")), sql=sql)
+    if what == "ALTER ROLE":
+        return AlterRole(name=a["role"], comment=a.get("comment") or "", sql=sql)
+    if what in ("GRANT", "REVOKE"):
+        if a.get("roles"):
+            cls = GrantRole if what == "GRANT" else RevokeRole
+            return cls(roles=list(a["roles"]), user=user, host=host, sql=sql)
+        cls = Grant if what == "GRANT" else Revoke
+        return cls(
+            privileges=list(a["privileges"]), on=a["on"], target=a["target"], user=user, host=host,
+            role=a.get("role"), sql=sql,
+        )  # fmt: skip
+    if what == "SHOW GRANTS":
+        return ShowGrants(all=bool(a.get("all")), user=user, host=host, sql=sql)
+    return ShowRoles(sql=sql)
+
+
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
+    if isinstance(node, AccountStatementNode):
+        return _classify_account(node, sql)
     if isinstance(node, CreateJobNode):
         return _classify_create_job(node, sql)
     if isinstance(node, AlterTableClauses):

@@ -66,7 +66,8 @@ def version_counts(node, table: str) -> dict[int, int]:
 
 
 def be(node, method: str, path: str) -> dict:
-    r = httpx.request(method, f"http://127.0.0.1:{node.be_http_port}{path}", timeout=60)
+    # The BE's compaction API is an admin route (ADMIN_PRIV or NODE_PRIV): root's credentials.
+    r = httpx.request(method, f"http://127.0.0.1:{node.be_http_port}{path}", headers=auth_header(), timeout=60)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/json")
     return json.loads(r.text)

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from galene.catalog import model
 from galene.catalog.model import (
     Backend,
     Column,
@@ -32,6 +33,7 @@ from galene.catalog.model import (
     with_column_ids,
 )
 from galene.common.types import ColumnType
+from galene.fe.auth import native_hash
 from galene.meta import ops
 from galene.meta.store import MetaStore
 
@@ -47,6 +49,9 @@ statistics = st.builds(
     file_size=st.integers(0, 10**9),
     filtered_rows=st.integers(0, 100),
 )
+hosts = st.sampled_from(["%", "10.0.0.%", "localhost", "192.168.1.7"])
+privilege_lists = st.lists(st.sampled_from(list(model.PRIVILEGES)), unique=True, min_size=1, max_size=4)
+grant_targets = st.sampled_from(["*.*.*", "internal.*.*", "internal.a.*", "internal.a.t", "internal.b.u"])
 column_types = st.sampled_from(
     [
         ColumnType(name="INT"),
@@ -411,6 +416,87 @@ class MetaStoreMachine(RuleBasedStateMachine):
     def modify_backend(self, data, tags):
         be_id = data.draw(st.sampled_from(sorted(self.state.backends)))
         self.store.log(ops.ModifyBackend(backend_id=be_id, tags=tags))
+
+    # --- users and roles ----------------------------------------------------------------
+    @rule(name=names, host=hosts, password=text, comment=text, t=times, data=st.data())
+    def create_user(self, name, host, password, comment, t, data):
+        key = model.account_key(name, host)
+        if key in self.state.accounts:
+            return
+        roles = data.draw(st.lists(st.sampled_from(sorted(self.state.roles)), unique=True, max_size=2))
+        account = model.UserAccount(
+            name=name, host=host, password=native_hash(password), comment=comment, roles=roles, create_time=t
+        )
+        self.store.log(ops.CreateUser(account=account))
+
+    def pick_account(self, data, builtin: bool = True) -> model.UserAccount:
+        keys = sorted(k for k in self.state.accounts if builtin or k not in ("'root'@'%'", "'admin'@'%'"))
+        return self.state.accounts[data.draw(st.sampled_from(keys))]
+
+    @precondition(lambda self: len(self.state.accounts) > 2)
+    @rule(data=st.data())
+    def drop_user(self, data):
+        account = self.pick_account(data, builtin=False)
+        self.store.log(ops.DropUser(name=account.name, host=account.host))
+
+    @rule(data=st.data(), password=st.none() | text, comment=st.none() | text)
+    def alter_user(self, data, password, comment):
+        account = self.pick_account(data)
+        hashed = native_hash(password) if password is not None else None
+        self.store.log(ops.AlterUser(name=account.name, host=account.host, password_sha1=hashed, comment=comment))
+
+    @rule(data=st.data(), password=text)
+    def set_password(self, data, password):
+        account = self.pick_account(data)
+        self.store.log(ops.SetUserPassword(user=account.name, host=account.host, password_sha1=native_hash(password)))
+
+    @rule(name=names, comment=text)
+    def create_role(self, name, comment):
+        if name not in self.state.roles:
+            self.store.log(ops.CreateRole(role=model.Role(name=name, comment=comment)))
+
+    def user_roles(self) -> list[str]:
+        return sorted(r for r, role in self.state.roles.items() if not role.builtin)
+
+    @precondition(lambda self: self.user_roles())
+    @rule(data=st.data())
+    def drop_role(self, data):
+        self.store.log(ops.DropRole(name=data.draw(st.sampled_from(self.user_roles()))))
+
+    @precondition(lambda self: self.user_roles())
+    @rule(data=st.data(), comment=text)
+    def alter_role(self, data, comment):
+        self.store.log(ops.AlterRole(name=data.draw(st.sampled_from(self.user_roles())), comment=comment))
+
+    def pick_grantee(self, data) -> tuple[str | None, str | None]:
+        if self.user_roles() and data.draw(st.booleans()):
+            return None, data.draw(st.sampled_from(self.user_roles()))
+        account = self.pick_account(data)
+        return model.account_key(account.name, account.host), None
+
+    @rule(data=st.data(), kind=st.sampled_from(["TABLE", "RESOURCE", "WORKLOAD_GROUP"]), privs=privilege_lists)
+    def grant_privileges(self, data, kind, privs):
+        user, role = self.pick_grantee(data)
+        target = data.draw(grant_targets if kind == "TABLE" else names)
+        self.store.log(ops.GrantPrivileges(user=user, role=role, kind=kind, target=target, privileges=privs))
+
+    @rule(data=st.data(), privs=privilege_lists)
+    def revoke_privileges(self, data, privs):
+        user, role = self.pick_grantee(data)
+        grants = self.state.accounts[user].grants if user is not None else self.state.roles[role].grants
+        held = [("TABLE", k) for k in grants.tables] + [("RESOURCE", k) for k in grants.resources]
+        held += [("WORKLOAD_GROUP", k) for k in grants.workload_groups]
+        if not held:
+            return
+        kind, target = data.draw(st.sampled_from(sorted(held)))
+        self.store.log(ops.RevokePrivileges(user=user, role=role, kind=kind, target=target, privileges=privs))
+
+    @rule(data=st.data(), revoke=st.booleans())
+    def grant_roles(self, data, revoke):
+        account = self.pick_account(data)
+        roles = data.draw(st.lists(st.sampled_from(sorted(self.state.roles)), unique=True, min_size=1, max_size=2))
+        op = ops.RevokeRoles if revoke else ops.GrantRoles
+        self.store.log(op(user=model.account_key(account.name, account.host), roles=roles))
 
     # --- persistence --------------------------------------------------------------------
     @rule()
