@@ -192,6 +192,9 @@ def test_update_and_delete(galene, db, src):
         assert n == 10
         n, _ = _exec(conn, "UPDATE u AS t SET v = 'aliased' WHERE t.k = 200")
         assert n == 1
+        # Two FROM tables: both take part (k = 5 only: adj has it, src has it).
+        n, _ = _exec(conn, "UPDATE u SET n = adj.delta + src.n FROM adj, src WHERE u.k = adj.k AND adj.k = src.k AND src.k = 5")
+        assert n == 1
         _, text = _error(conn, "UPDATE u SET k = 5 WHERE k = 1")
         assert "Only value columns of unique table could be updated" in text
         _, text = _error(conn, "UPDATE src SET n = 0")
@@ -209,6 +212,7 @@ def test_update_and_delete(galene, db, src):
     assert galene.query("SELECT COUNT(*) FROM u", db) == [(200 - 49 - 2,)]
     assert galene.query("SELECT n, v FROM u WHERE k = 3", db) == [(30 + 1 + 1000, "upd")]
     assert galene.query("SELECT n, v FROM u WHERE k = 15", db) == [(151, "upd")]
+    assert galene.query("SELECT n FROM u WHERE k = 5", db) == [(1000 + 50,)]
     assert galene.query("SELECT v FROM u WHERE k = 200", db) == [("aliased",)]
 
 
