@@ -8,7 +8,8 @@
 In Galene the tablets are compacted by the FE's engine, so each handler hands its query
 parameters to the FE's internal API (token-authenticated, with the BE's usual RPC deadline)
 and answers with the JSON document the FE built in Doris' shape. Like Doris' BE (whose HTTP
-authentication is off by default), these endpoints ask for no password.
+authentication is off by default), `show` and `run_status` ask for no password; `run`
+changes data layout, so it takes an ADMIN/NODE account (the BE's admin guard).
 """
 
 from __future__ import annotations

@@ -143,8 +143,13 @@ class BeServer:
                 web.get("/api/health", self.handle_health),
                 web.get("/metrics", self.handle_metrics),
                 # Admin routes: ADMIN_PRIV or NODE_PRIV, checked by the FE (the BE keeps no users).
+                # Compaction's read-only GETs stay open as in Doris (enable_all_http_auth is off
+                # by default): SHOW TABLETS hands out their URL as CompactionStatus.
                 web.get("/api/_tasks", self._admin_only(tasks_dump_handler)),
-                *(web.route(r.method, r.path, self._admin_only(r.handler)) for r in compaction_api.routes(self)),
+                *(
+                    web.route(r.method, r.path, r.handler if r.method == "GET" else self._admin_only(r.handler))
+                    for r in compaction_api.routes(self)
+                ),
             ]
         )
         self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)

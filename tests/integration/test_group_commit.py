@@ -60,9 +60,19 @@ def _parquet_per_tablet(table_dir: str) -> dict[str, int]:
 
 def test_invalid_mode_is_refused_with_doris_text(galene, db):
     _create(galene, db, {})
-    reply = galene.stream_load(db, "t", _rows(2), {**CSV, "group_commit": "fast_mode"})
+    # The BE's text (a load sent to it directly)...
+    reply = galene.stream_load(db, "t", _rows(2), {**CSV, "group_commit": "fast_mode"}, via_fe=False)
     assert reply["Status"] == "Fail"
     assert "group_commit can only be [async_mode, sync_mode, off_mode]" in reply["Message"]
+    # ... and the FE's (LoadAction), instead of the 307.
+    r = httpx.put(
+        f"http://127.0.0.1:{galene.http_port}/api/{db}/t/_stream_load",
+        content=b"",
+        headers={**auth_header(), "Expect": "100-continue", "group_commit": "fast_mode"},
+    )
+    assert r.status_code == 200 and r.json()["msg"] == (
+        "Header `group_commit` can only be `sync_mode`, `async_mode` or `off_mode`."
+    )
     assert _count(galene, db) == 0
 
 
