@@ -126,6 +126,9 @@ class Config:
     # loads the data itself) and its deadline for the owner's answer once the body is sent.
     be_forward_connect_timeout_second: int = 3
     be_forward_timeout_second: int = 60
+    # BE: a group-commit flush's rowset write that takes longer fails that attempt (retried);
+    # storage that does not answer never parks a group for good.
+    storage_write_timeout_second: int = 300
     # Doris' debug points (POST /api/debug_point/add/{name}?timeout=…) on FE and BE: tests only.
     enable_debug_points: bool = False
     # --- standalone wiring ----------------------------------------------------------

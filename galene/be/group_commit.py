@@ -58,6 +58,7 @@ from galene.be.stream_load import (
     new_label,
     read_and_parse,
     read_body,
+    storage_answer,
 )
 from galene.be.wal import (
     WalFile,
@@ -69,6 +70,7 @@ from galene.be.wal import (
 )
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
+from galene.net import inflight
 from galene.net.deadline import SharedDeadlines
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets
 
@@ -83,6 +85,7 @@ def group_commit_limits(cfg) -> BodyLimits:
     if cap >= limits.max_body_bytes:
         return limits
     return msgspec.structs.replace(limits, max_body_bytes=cap, max_body_key="group_commit_max_load_mb")
+
 
 GROUP_LABEL_PREFIX = "group_commit_"
 DEFAULT_INTERVAL_MS = 10000
@@ -965,7 +968,7 @@ class GroupCommitManager:
                     await self._abort(group.txn_id, "group commit: nothing left to load")
                     return group.txn_id
                 assert group.table is not None
-                rowsets, num_rows = await asyncio.to_thread(self._write_group, group.table, live)
+                rowsets, num_rows = await self._write_group_within(group.table, live)
             except TableDropped:
                 raise
             except AlreadyCommitted as e:
@@ -1041,6 +1044,32 @@ class GroupCommitManager:
                 return "VISIBLE"
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, RETRY_MAX_S)
+
+    async def _write_group_within(self, table: Table, entries: list[Entry]) -> tuple[list[Rowset], int]:
+        """`_write_group` in a worker thread under `storage_write_timeout_second`: storage that
+        does not answer fails this attempt (the commit loop retries) instead of parking the
+        group; files a late write still produces are deleted when it finishes."""
+        be = self.be
+        seconds = float(getattr(be.cfg, "storage_write_timeout_second", 0) or 0) or None
+        job = asyncio.ensure_future(asyncio.to_thread(self._write_group, table, entries))
+        try:
+            with inflight.track(
+                "storage", "write", f"group commit rowsets of table {table.id}", be.cfg.storage_uri, seconds
+            ):
+                return await asyncio.wait_for(storage_answer(be, job), seconds)
+        except BaseException:
+            job.add_done_callback(self._delete_late_write)
+            raise
+
+    def _delete_late_write(self, job: asyncio.Future) -> None:
+        if job.cancelled() or job.exception() is not None:
+            return
+        rowsets, _ = job.result()
+        if rowsets:
+            self.spawn(
+                asyncio.to_thread(delete_rowset_files, self.be.fs, self.be.root, rowsets),
+                "group-commit-late-files",
+            )
 
     def _write_group(self, table: Table, entries: list[Entry]) -> tuple[list[Rowset], int]:
         """Concatenate the group's rows in arrival order, route, write one rowset per tablet."""

@@ -35,9 +35,11 @@ from aiohttp import web
 from galene.be.load_options import LoadOptions
 from galene.be.parse import parse_body
 from galene.be.routing import route_rows
+from galene.be.stream_load import storage_answer
 from galene.be.wal import encode_record, list_wal_files
 from galene.catalog.model import Column, Partition, Table
 from galene.common.types import ColumnType
+from galene.net import inflight
 from galene.net.client import TOKEN_HEADER
 from galene.net.deadline import DeadlineExceeded
 from galene.net.server import read_json_object
@@ -346,9 +348,16 @@ class BeHealth:
             asyncio.to_thread(write_rowsets, be.fs, be.root, CANARY_TABLE, routed.per_tablet)
         )
         try:
-            written = await self._stage(
-                stages, "rowset_write", asyncio.shield(writing), deadline, f"storage {be.cfg.storage_uri}"
-            )
+            with inflight.track(
+                "storage", "write", "canary rowset", be.cfg.storage_uri, deadline - time.monotonic()
+            ):
+                written = await self._stage(
+                    stages,
+                    "rowset_write",
+                    storage_answer(be, writing),
+                    deadline,
+                    f"storage {be.cfg.storage_uri}",
+                )
         except BaseException:
             writing.add_done_callback(lambda f: self._delete_late(f))
             raise

@@ -30,7 +30,9 @@ from galene.common.errors import LoadError
 from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.failure import FailureDetector
+from galene.net.inflight import install_task_ages
 from galene.net.server import (
+    TASKS_EXTRA,
     GaleneRequestHandler,
     Metrics,
     make_app_runner,
@@ -41,6 +43,8 @@ from galene.net.server import (
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)
+# How long /api/_tasks waits for the ingest worker's own thread dump (a stuck worker gives none).
+DUMP_WAIT_S = 1.0
 
 _NOOP_REPLY = json.dumps({"Status": "Success", "Message": "OK"}, indent=4) + "\n"
 # A heartbeat is a few hundred bytes of JSON; anything near this is not one.
@@ -147,11 +151,15 @@ class BeServer:
                 # by default): SHOW TABLETS hands out their URL as CompactionStatus.
                 web.get("/api/_tasks", self._admin_only(tasks_dump_handler)),
                 *(
-                    web.route(r.method, r.path, r.handler if r.method == "GET" else self._admin_only(r.handler))
+                    web.route(
+                        r.method, r.path, r.handler if r.method == "GET" else self._admin_only(r.handler)
+                    )
                     for r in compaction_api.routes(self)
                 ),
             ]
         )
+        app[TASKS_EXTRA] = self._tasks_extra
+        install_task_ages()
         self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.http_port)
@@ -173,6 +181,43 @@ class BeServer:
             await self._runner.cleanup()
         if self.rpc is not None:
             await self.rpc.close()
+
+    async def _tasks_extra(self) -> tuple[str, dict]:
+        """The ingest worker's part of /api/_tasks: its oldest unanswered request (as a call in
+        flight whose deadline is the BE's own "stuck" threshold, the canary timeout) and its
+        threads, or why it cannot say."""
+        gc = self.group_commit
+        worker = gc.worker if gc is not None else None
+        calls: list[dict] = []
+        if worker is None or not worker.running():
+            text = "ingest worker: not running\n"
+        else:
+            oldest = worker.oldest_pending()
+            waiting = ""
+            if oldest is not None:
+                op, age = oldest
+                limit = self.health.canary_timeout_s
+                waiting = f"oldest unanswered request: {op}, {age:.1f}s\n"
+                calls.append(
+                    {
+                        "kind": "ipc",
+                        "method": op,
+                        "path": "request",
+                        "peer": f"ingest worker pid {worker.pid}",
+                        "start_time": time.time() - age,
+                        "age_s": round(age, 3),
+                        "deadline_s": limit,
+                        "overdue": age > limit,
+                        "task": worker.name,
+                    }
+                )
+            try:
+                text = waiting + await asyncio.wait_for(worker.request("dump"), DUMP_WAIT_S)
+            except TimeoutError:
+                text = f"== ingest worker pid {worker.pid}: no answer to a dump in {DUMP_WAIT_S:g}s ==\n{waiting}"
+            except Exception as e:  # noqa: BLE001 - shown in the dump
+                text = f"== ingest worker pid {worker.pid}: {e} ==\n{waiting}"
+        return "\n" + text, {"ingest_worker": text, "calls": calls}
 
     def _debug_point_changed(self, name: str, seconds: float) -> None:
         """Points of the ingest worker live in its process (it parks its own thread there)."""
@@ -198,14 +243,21 @@ class BeServer:
         pair = parse_basic_auth(request.headers.get("Authorization"))
         if pair is None:
             return web.json_response(
-                {"status": "FAILED", "msg": "Access denied for user. Please check your username and password."},
+                {
+                    "status": "FAILED",
+                    "msg": "Access denied for user. Please check your username and password.",
+                },
                 status=401,
                 headers={"WWW-Authenticate": 'Basic realm="galene"'},
             )
         try:
-            status, body = await self.fe_call("POST", "/api/_internal/auth/check", {"user": pair[0], "password": pair[1]})
+            status, body = await self.fe_call(
+                "POST", "/api/_internal/auth/check", {"user": pair[0], "password": pair[1]}
+            )
         except Exception as e:  # noqa: BLE001 - no FE, no privilege check: refused, saying why
-            return web.json_response({"status": "FAILED", "msg": f"could not check privileges at the FE: {e}"}, status=503)
+            return web.json_response(
+                {"status": "FAILED", "msg": f"could not check privileges at the FE: {e}"}, status=503
+            )
         if status == 200 and isinstance(body, dict) and body.get("status") == "OK":
             return None
         body = body if isinstance(body, dict) else {}

@@ -28,6 +28,7 @@ from galene.be.parse import ParsedBatch, RowError, parse_body
 from galene.be.routing import dedup_last_per_key, route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
+from galene.net import inflight
 from galene.storage.rowset import RowsetBuilder, delete_rowset_files, write_rowsets
 
 log = logging.getLogger(__name__)
@@ -586,10 +587,25 @@ async def _route_write_within(
     """
     task = asyncio.ensure_future(asyncio.to_thread(_route_write, be, table, batch, opts))
     try:
-        return await within_load_timeout(asyncio.shield(task), deadline, opts)
+        with inflight.track(
+            "storage",
+            "write",
+            f"rowsets of table {table.id}",
+            be.cfg.storage_uri,
+            max(0.0, deadline - time.monotonic()),
+        ):
+            return await within_load_timeout(storage_answer(be, task), deadline, opts)
     except BaseException:
         task.add_done_callback(lambda t: _discard_late_rowsets(be, t))
         raise
+
+
+async def storage_answer(be, writing: asyncio.Future):
+    """The answer of a storage write running in a thread (not cancelled with the waiter). The
+    debug point `stream_load.storage_write` holds the answer back: storage that does not
+    answer, for loads, group-commit flushes and canaries alike."""
+    await be.debug_points.park("stream_load.storage_write")
+    return await asyncio.shield(writing)
 
 
 def _discard_late_rowsets(be, task: asyncio.Future) -> None:

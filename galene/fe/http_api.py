@@ -27,7 +27,7 @@ from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, redirect_location
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
-from galene.net.server import read_json_object, tasks_dump_text
+from galene.net.server import read_json_object, tasks_dump_json, tasks_dump_text
 from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,8 @@ class FeHttpApi:
         stage and how long it has waited in it."""
         if (refusal := self._admin(request)) is not None:
             return refusal
+        if request.query.get("format") == "json":  # calls in flight, tasks with ages, threads
+            return web.json_response({**tasks_dump_json(), "jobs": self.fe.jobs.describe_running()})
         text = tasks_dump_text() + self.fe.jobs.describe_running()
         return web.Response(text=text, content_type="text/plain")
 
@@ -138,7 +140,8 @@ class FeHttpApi:
     def _forbidden(self, pred: auth.Predicate) -> web.Response:
         message = auth.http_denied(pred)
         resp = web.json_response(
-            {"Status": "Fail", "Message": message, "status": "FAILED", "msg": message}, status=FORBIDDEN_STATUS
+            {"Status": "Fail", "Message": message, "status": "FAILED", "msg": message},
+            status=FORBIDDEN_STATUS,
         )
         resp.force_close()
         return resp
@@ -162,7 +165,11 @@ class FeHttpApi:
             if ident is None or ident is INTERNAL:
                 return {"status": "ERROR", "http_status": 401, "message": _ACCESS_DENIED}
             if not auth.admin_or_node(self.fe.state, ident):
-                return {"status": "ERROR", "http_status": FORBIDDEN_STATUS, "message": auth.http_denied(auth.ADMIN_OR_NODE)}
+                return {
+                    "status": "ERROR",
+                    "http_status": FORBIDDEN_STATUS,
+                    "message": auth.http_denied(auth.ADMIN_OR_NODE),
+                }
             return {"status": "OK"}
 
         return await self._internal(request, fn)
@@ -206,7 +213,12 @@ class FeHttpApi:
             return self._forbidden(auth.LOAD)
         try:  # the BE and its endpoint: redirect-policy, group-commit owner, forwarding
             location = redirect_location(
-                self.fe, request.headers, request.path, request.query_string, self.fe.catalog.table(db, table), *pair
+                self.fe,
+                request.headers,
+                request.path,
+                request.query_string,
+                self.fe.catalog.table(db, table),
+                *pair,
             )
         except LoadRoutingError as e:
             return self._fail_json(e.message)

@@ -32,6 +32,7 @@ from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
 from galene.net.failure import FailureDetector
+from galene.net.inflight import install_task_ages
 from galene.net.server import Metrics, make_app_runner, make_server_socket
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
@@ -118,8 +119,10 @@ class FeServer:
         if self._start_engine:
             threading.Thread(target=self._warm_engine, name="galene-spark-start", daemon=True).start()
 
+        install_task_ages()
         app = web.Application()
-        app.add_routes(FeHttpApi(self).routes())
+        api = FeHttpApi(self)
+        app.add_routes(api.routes())
         app.add_routes(self.canary.routes())
         app.add_routes(load_routing_routes(self))
         app.add_routes(self.debug_points.routes())

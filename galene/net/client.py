@@ -8,7 +8,8 @@ Owns `tune_socket`, `RpcUnavailable` and `RpcClient`. Every call made through `R
   noticed by the kernel in seconds even between calls;
 * on any timeout, connection error or cancellation, closes the connection it was using, so a
   connection in an unknown state never goes back to the pool;
-* reports the outcome to an optional `FailureDetector` and `Metrics` registry.
+* reports the outcome to an optional `FailureDetector` and `Metrics` registry;
+* is listed, while it runs, with its peer and deadline in `/api/_tasks` (`net/inflight.py`).
 
 Timeouts raise `DeadlineExceeded`; a peer that cannot be reached or drops the connection
 raises `RpcUnavailable`. HTTP error statuses are answers, not failures: they are returned.
@@ -26,6 +27,7 @@ import aiohttp
 import msgspec
 from yarl import URL
 
+from galene.net import inflight
 from galene.net.deadline import DeadlineExceeded, with_deadline
 
 if TYPE_CHECKING:
@@ -226,7 +228,8 @@ class RpcClient:
                 return resp.status, dict(resp.headers), body
 
         try:
-            result = await with_deadline(exchange(), seconds, f"{method} {target.path}", peer=peer)
+            with inflight.track("rpc", method, target.path, peer, seconds):
+                result = await with_deadline(exchange(), seconds, f"{method} {target.path}", peer=peer)
         except DeadlineExceeded as exc:
             self._evict(responses)
             self._note(peer, "timeout", str(exc))

@@ -32,6 +32,7 @@ from aiohttp.streams import EMPTY_PAYLOAD
 from aiohttp.web_protocol import RequestHandler, RequestPayloadError, _ErrInfo
 from aiohttp.web_server import Server
 
+from galene.net import inflight
 from galene.net.client import tune_socket
 
 if TYPE_CHECKING:
@@ -404,9 +405,22 @@ def _await_chain(task: asyncio.Task) -> list[str]:
     return lines
 
 
+def _calls_text(calls: list[dict]) -> list[str]:
+    out = [f"== {len(calls)} calls in flight (RPC, storage) =="]
+    for c in calls:
+        deadline = f"deadline {c['deadline_s']:g}s" if c["deadline_s"] is not None else "no deadline"
+        flag = " OVERDUE" if c["overdue"] else ""
+        out.append(
+            f"{c['kind']} {c['method']} {c['path']} -> {c['peer']}: {c['age_s']:.1f}s ({deadline}){flag} [task {c['task']}]"
+        )
+    out.append("")
+    return out
+
+
 def tasks_dump_text() -> str:
-    """All asyncio tasks of the running loop with their await chains, then all threads."""
-    out: list[str] = []
+    """The calls in flight (RPC and storage, with peer and deadline), all asyncio tasks of the
+    running loop with their ages and await chains, then all threads."""
+    out: list[str] = _calls_text(inflight.calls())
     try:
         tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
     except RuntimeError:  # no running loop in this thread
@@ -416,7 +430,9 @@ def tasks_dump_text() -> str:
     for task in tasks:
         marker = " (this dump)" if task is current else ""
         state = "done" if task.done() else "pending"
-        out.append(f"Task {task.get_name()} [{state}]{marker}: {task.get_coro()!r}")
+        age = inflight.task_age(task)
+        aged = f" age {age:.1f}s" if age is not None else ""
+        out.append(f"Task {task.get_name()} [{state}]{aged}{marker}: {task.get_coro()!r}")
         out.extend(_await_chain(task))
         out.append("")
     frames = sys._current_frames()
@@ -431,9 +447,53 @@ def tasks_dump_text() -> str:
     return "\n".join(out) + "\n"
 
 
+def tasks_dump_json() -> dict:
+    """The task dump as data: calls in flight, tasks (name, age, state, await chain), threads."""
+    try:
+        tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
+    except RuntimeError:
+        tasks = []
+    frames = sys._current_frames()
+    return {
+        "calls": inflight.calls(),
+        "tasks": [
+            {
+                "name": t.get_name(),
+                "state": "done" if t.done() else "pending",
+                "age_s": None if (age := inflight.task_age(t)) is None else round(age, 3),
+                "coro": repr(t.get_coro()),
+                "stack": _await_chain(t),
+            }
+            for t in tasks
+        ],
+        "threads": [
+            {
+                "name": th.name,
+                "stack": [ln.rstrip("\n") for ln in traceback.format_stack(f)]
+                if (f := frames.get(th.ident))
+                else [],
+            }
+            for th in threading.enumerate()
+        ],
+    }
+
+
+# An app may add to its dump: app[TASKS_EXTRA] is an async function returning (text, data),
+# e.g. the BE adds its ingest worker's threads and its oldest unanswered request (data["calls"]
+# joins the calls in flight).
+TASKS_EXTRA = web.AppKey("galene_tasks_extra", object)
+
+
 async def tasks_dump_handler(request: web.Request) -> web.Response:
-    """GET /api/_tasks: text dump of all running asyncio tasks with their stacks."""
-    return web.Response(text=tasks_dump_text(), content_type="text/plain")
+    """GET /api/_tasks[?format=json]: calls in flight, asyncio tasks with ages and stacks, threads."""
+    extra = request.app.get(TASKS_EXTRA)
+    more_text, more_data = await extra() if extra is not None else ("", {})
+    if request.query.get("format") == "json":
+        data = tasks_dump_json()
+        more_calls = more_data.pop("calls", [])
+        data["calls"] = sorted(data["calls"] + more_calls, key=lambda c: -c["age_s"])
+        return web.json_response({**data, **more_data})
+    return web.Response(text=tasks_dump_text() + more_text, content_type="text/plain")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,15 +18,18 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from galene.net import inflight
 from galene.net.client import TOKEN_HEADER, RpcClient, RpcUnavailable, TunedConnector, tune_socket
 from galene.net.deadline import DeadlineExceeded, SharedDeadlines, with_deadline
 from galene.net.failure import FailureDetector
+from galene.net.inflight import install_task_ages
 from galene.net.server import (
     PROMETHEUS_CONTENT_TYPE,
     Metrics,
     make_server_socket,
     metrics_text,
     tasks_dump_handler,
+    tasks_dump_text,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -474,6 +477,45 @@ def test_tasks_dump_shows_a_running_task_and_where_it_waits():
             assert "waiting_for_a_signal_that_never_comes" in text
             # The innermost await point (inside asyncio.Event.wait) is shown, not only the outer frame.
             assert "in wait" in text
+
+    run(scenario())
+
+
+def test_tasks_dump_lists_calls_in_flight_with_peer_and_deadline_and_task_ages():
+    """/api/_tasks (text and ?format=json) names every RpcClient call in flight: method, path,
+    peer, age, deadline (OVERDUE once past it); each task carries its age."""
+
+    async def scenario():
+        install_task_ages()
+        async with serving() as server, rpc_client() as client:
+            await asyncio.sleep(0.05)
+            hanging = asyncio.create_task(
+                client.call_json("GET", server.url("/hang"), timeout_s=0.25), name="galene-hung-call"
+            )
+            await asyncio.sleep(0.1)
+            peer = f"127.0.0.1:{server.port}"
+            [call] = [c for c in inflight.calls() if c["path"] == "/hang"]
+            assert call["kind"] == "rpc" and call["method"] == "GET" and call["peer"] == peer
+            assert call["deadline_s"] == 0.25 and not call["overdue"] and call["task"] == "galene-hung-call"
+            status, _, body = await client.call("GET", server.url("/api/_tasks"))
+            text = body.decode()
+            assert status == 200
+            assert f"rpc GET /hang -> {peer}: " in text and "(deadline 0.25s)" in text, text
+            assert "Task galene-hung-call [pending] age " in text, text
+            status, data = await client.call_json("GET", server.url("/api/_tasks?format=json"))
+            assert [c["peer"] for c in data["calls"] if c["path"] == "/hang"] == [peer]
+            [task] = [t for t in data["tasks"] if t["name"] == "galene-hung-call"]
+            assert task["state"] == "pending" and 0.05 < task["age_s"] < 10, task
+            assert any(th["stack"] for th in data["threads"])
+            with pytest.raises(DeadlineExceeded):
+                await hanging
+            assert not [c for c in inflight.calls() if c["path"] == "/hang"]  # gone once it ends
+            # Storage I/O is registered the same way, and is OVERDUE once past its deadline.
+            with inflight.track("storage", "write", "rowsets of table 7", "file:///s", 0.01):
+                await asyncio.sleep(0.05)
+                [call] = [c for c in inflight.calls() if c["kind"] == "storage"]
+                assert call["overdue"] and call["peer"] == "file:///s"
+                assert "OVERDUE" in tasks_dump_text()
 
     run(scenario())
 
