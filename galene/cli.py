@@ -94,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common_args(p)
     p.add_argument("--be-http-port", type=int, default=None)
 
+    p = sub.add_parser(
+        "doctor",
+        help="probe every hop of a cluster (client, FE, BEs, storage, ingest workers) and name what is stuck",
+    )
+    p.add_argument("--fe", required=True, metavar="HOST:HTTP_PORT", help="the FE's HTTP address")
+    p.add_argument("-u", "--user", default="root:", metavar="USER:PASS", help="an admin user (default root:)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--timeout", default=3.0, type=float, help="deadline of each probe, seconds (default 3)")
+
     p = sub.add_parser("meta", help="metadata operator tools")
     msub = p.add_subparsers(dest="meta_cmd", required=True)
     v = msub.add_parser("validate-image", help="check an image file")
@@ -175,6 +184,10 @@ async def _serve(cfg: Config, role: str, supervised: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.cmd == "doctor":
+        from galene import doctor
+
+        sys.exit(doctor.main(args))
     if args.cmd == "meta":
         from galene.meta import tools
 

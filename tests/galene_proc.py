@@ -326,6 +326,16 @@ class GaleneCluster:
         r.raise_for_status()
         return r.json()
 
+    def doctor(self, timeout_s: float = 2, json_out: bool = False) -> tuple[int, str]:
+        """`galene doctor --fe …` against this cluster, as an operator runs it: (exit status, output)."""
+        cmd = [sys.executable, "-m", "galene.cli", "doctor", "--fe", f"127.0.0.1:{self.fe.http_port}"]
+        cmd += ["--timeout", f"{timeout_s:g}", *(["--json"] if json_out else [])]
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=120, check=False, cwd=ROOT, env=env
+        )
+        return done.returncode, done.stdout + done.stderr
+
     @staticmethod
     def ingest_worker_pid(be: GaleneProcess) -> int:
         assert be.proc is not None

@@ -107,7 +107,10 @@ class BeHealth:
         await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
 
     def routes(self) -> list:
-        return [web.post("/api/_internal/canary", self.handle_canary)]
+        return [
+            web.post("/api/_internal/canary", self.handle_canary),
+            web.post("/api/_internal/probe", self.handle_probe),
+        ]
 
     # --- what is measured ---------------------------------------------------------------
     async def _lag_loop(self) -> None:
@@ -383,6 +386,68 @@ class BeHealth:
         task.add_done_callback(self._background.discard)
         task.add_done_callback(_retrieve)
 
+    # --- galene doctor: every hop from this BE, each under its own deadline -----------------
+    async def handle_probe(self, request: web.Request) -> web.Response:
+        """BE→FE (the txn API), BE→each peer BE (forward path), BE→storage (write, fsync, read,
+        delete a probe file), BE→ingest worker: {hop: {ok, ms, error, timeout}}."""
+        be = self.be
+        if request.headers.get(TOKEN_HEADER, "") != be.token or not be.token:
+            return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        p = await read_json_object(request, 1 << 20)
+        seconds = float(p.get("timeout_s") or self.canary_timeout_s)
+        peers = [str(x) for x in p.get("peers") or []]
+
+        async def timed(coro, peer: str) -> dict:
+            t0 = time.monotonic()
+            try:
+                async with asyncio.timeout(seconds):
+                    await coro
+            except TimeoutError:
+                return {"ok": False, "timeout": True, "ms": round((time.monotonic() - t0) * 1000, 1),
+                        "error": f"no answer from {peer} in {seconds:.1f} s", "deadline_s": seconds}  # fmt: skip
+            except Exception as e:  # noqa: BLE001 - the hop's verdict
+                return {"ok": False, "timeout": False, "ms": round((time.monotonic() - t0) * 1000, 1),
+                        "error": _text(e), "deadline_s": seconds}  # fmt: skip
+            return {"ok": True, "timeout": False, "ms": round((time.monotonic() - t0) * 1000, 1), "error": "",
+                    "deadline_s": seconds}  # fmt: skip
+
+        async def fe() -> None:
+            txn = None
+            for path in ("/api/_internal/canary/begin", "/api/_internal/canary/commit"):
+                body = {} if txn is None else {"txn_id": txn}
+                status, answer = await be.fe_call("POST", path, body, timeout_s=seconds)
+                if status != 200 or not isinstance(answer, dict) or answer.get("status") != "OK":
+                    raise RuntimeError(f"HTTP {status} {answer}")
+                txn = answer.get("txn_id")
+
+        async def peer(addr: str) -> None:
+            status, _ = await be.rpc.call_json(
+                "POST", f"http://{addr}/api/_internal/forward_ping", json={}, headers={TOKEN_HEADER: be.token},
+                timeout_s=seconds,
+            )  # fmt: skip
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}")
+
+        async def worker() -> None:
+            gc = be.group_commit
+            if gc is None:
+                raise RuntimeError("no group commit manager")
+            if not gc.worker.running():
+                await gc.worker.ensure_started()
+            await gc.worker.request("ping")
+
+        probes = {
+            f"fe {be.fe_peer()}": timed(fe(), f"FE {be.fe_peer()}"),
+            f"storage {be.cfg.storage_uri}": timed(
+                asyncio.to_thread(_storage_probe, be.fs, be.root, be.backend_id),
+                f"storage {be.cfg.storage_uri}",
+            ),
+            "ingest worker": timed(worker(), "ingest worker"),
+            **{f"be {addr}": timed(peer(addr), f"BE {addr}") for addr in peers},
+        }
+        results = await asyncio.gather(*probes.values())
+        return web.json_response({"status": "OK", "hops": dict(zip(probes, results, strict=True))})
+
     async def _forward_hops(self, peers: list[str], deadline: float) -> dict[str, str]:
         """The BE→BE forward path to each peer: its forward endpoint answers a ping."""
         be = self.be
@@ -404,6 +469,32 @@ class BeHealth:
 
         results = await asyncio.gather(*(one(p) for p in peers))
         return dict(zip(peers, results, strict=True))
+
+
+def _storage_probe(fs, root: str, backend_id: int) -> None:
+    """Write, fsync, read back and delete a small file under the storage root (a worker thread)."""
+    import os
+    import uuid
+
+    from pyarrow import fs as pafs
+
+    from galene.common.files import fsync_path
+
+    path = (
+        f"{root.rstrip('/')}/_probe/{backend_id}_{uuid.uuid4().hex}" if root else f"_probe/{uuid.uuid4().hex}"
+    )
+    data = os.urandom(64)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+    if isinstance(fs, pafs.LocalFileSystem):
+        fsync_path(path)
+    try:
+        with fs.open_input_stream(path) as inp:
+            if inp.read() != data:
+                raise RuntimeError(f"{path}: read back different bytes")
+    finally:
+        fs.delete_file(path)
 
 
 def _text(e: BaseException) -> str:

@@ -146,33 +146,49 @@ class CanaryMonitor:
                 out.append(f"{other.host}:{ort.http_port}")
         return sorted(out)
 
+    async def call(self, be, rt, timeout_s: float | None = None) -> dict:
+        """One canary against `be` (no state changed): error ('' when good), stages, peers,
+        latency_ms, health, timeout (whether it was a missing answer)."""
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        peer = f"{be.host}:{rt.http_port}"
+        t0 = time.monotonic()
+        payload = {"timeout_s": max(0.2, timeout_s - MARGIN_S), "peers": self._peers(be)}
+        out = {"error": "", "stages": {}, "peers": {}, "health": None, "timeout": False}
+        try:
+            status, body = await self.fe.rpc.call_json(
+                "POST", f"http://{peer}/api/_internal/canary", json=payload, timeout_s=timeout_s
+            )
+            if status != 200 or not isinstance(body, dict):
+                out["error"] = f"http: HTTP {status} {str(body)[:200]}"
+            else:
+                out["stages"] = body.get("stages_ms") or {}
+                out["peers"] = body.get("peers") or {}
+                if body.get("status") != "OK":
+                    out["error"] = str(body.get("error") or body.get("message") or body)[:400]
+                    out["timeout"] = "no answer from" in out["error"]
+                if isinstance(body.get("health"), dict):
+                    out["health"] = body["health"]
+        except DeadlineExceeded:
+            out["error"] = f"http: no answer from BE {peer} in {timeout_s:.1f} s"
+            out["timeout"] = True
+        except Exception as e:  # noqa: BLE001 - RpcUnavailable and the like: the hop to the BE
+            out["error"] = f"http: BE {peer}: {e}"[:400]
+        out["latency_ms"] = (time.monotonic() - t0) * 1000
+        return out
+
     async def canary_once(self, be, rt) -> bool:
         """Run one canary against `be`; updates its runtime (Writable, error, latency). True if good."""
         peer = f"{be.host}:{rt.http_port}"
         metrics = self.fe.metrics
-        t0 = time.monotonic()
-        payload = {"timeout_s": max(0.2, self.timeout_s - MARGIN_S), "peers": self._peers(be)}
-        error = ""
-        stages: dict = {}
-        peers: dict = {}
-        try:
-            status, body = await self.fe.rpc.call_json(
-                "POST", f"http://{peer}/api/_internal/canary", json=payload, timeout_s=self.timeout_s
-            )
-            if status != 200 or not isinstance(body, dict):
-                error = f"http: HTTP {status} {str(body)[:200]}"
-            else:
-                stages = body.get("stages_ms") or {}
-                peers = body.get("peers") or {}
-                if body.get("status") != "OK":
-                    error = str(body.get("error") or body.get("message") or body)[:400]
-                if isinstance(body.get("health"), dict):
-                    rt.health = body["health"]
-        except DeadlineExceeded:
-            error = f"http: no answer from BE {peer} in {self.timeout_s:.1f} s"
-        except Exception as e:  # noqa: BLE001 - RpcUnavailable and the like: the hop to the BE
-            error = f"http: BE {peer}: {e}"[:400]
-        latency = (time.monotonic() - t0) * 1000
+        result = await self.call(be, rt)
+        error, stages, peers, latency = (
+            result["error"],
+            result["stages"],
+            result["peers"],
+            result["latency_ms"],
+        )
+        if result["health"] is not None:
+            rt.health = result["health"]
         rt.last_canary_time = time.time()
         rt.canary_latency_ms = latency
         rt.canary_stages = stages

@@ -24,6 +24,7 @@ from galene.fe.backends import BackendMonitor
 from galene.fe.canary import CanaryMonitor
 from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import CompactionService
+from galene.fe.diagnose import routes as diagnose_routes
 from galene.fe.http_api import FeHttpApi
 from galene.fe.jobs import JobRunner
 from galene.fe.load_routing import internal_routes as load_routing_routes
@@ -126,6 +127,7 @@ class FeServer:
         app.add_routes(self.canary.routes())
         app.add_routes(load_routing_routes(self))
         app.add_routes(self.debug_points.routes())
+        app.add_routes(diagnose_routes(self, api))
         self._runner = make_app_runner(app, self.cfg)
         await self._runner.setup()
         sock = make_server_socket(self.host, self.cfg.http_port)

@@ -8,6 +8,8 @@ BE's ingest worker (the process that writes every group-commit WAL; nothing else
   ingest worker within the bound, while `Alive` stays true; its `/api/health` answers 503;
 * every load sent through the FE from then on succeeds on the other BE (group commit and not);
   a load that reached the stopped BE directly fails within its own deadline (not acknowledged);
+* its `/api/_tasks` shows the worker's oldest unanswered request as an overdue call, and
+  `galene doctor` exits 2 naming the BE and its ingest worker (0 once it is resumed);
 * after SIGCONT the BE is writable again within 5 s, nothing restarted, and every load
   acknowledged before, during and after is visible exactly once.
 
@@ -123,6 +125,25 @@ def test_sigstop_of_the_ingest_worker_is_seen_routed_around_and_heals(cluster):
                 reply, port = load(h)
                 assert reply["Status"] == "Success", reply
                 assert port == other.be_http_port
+        # The BE's task dump shows its oldest unanswered worker request as an overdue call, and
+        # that the worker cannot even dump its threads.
+        dump = httpx.get(
+            f"http://127.0.0.1:{victim.be_http_port}/api/_tasks?format=json",
+            headers=auth_header(),
+            timeout=30,
+        ).json()
+        assert f"ingest worker pid {worker}: no answer to a dump" in dump["ingest_worker"], dump[
+            "ingest_worker"
+        ]
+        [stuck] = [x for x in dump["calls"] if x["kind"] == "ipc"]
+        assert stuck["overdue"] and stuck["peer"] == f"ingest worker pid {worker}", stuck
+        assert all("age_s" in t for t in dump["tasks"])
+        # galene doctor: stuck (exit 2), naming both ends of what is stuck.
+        status, out = c.doctor()
+        print(out)
+        assert status == 2, out
+        assert f"STUCK be 127.0.0.1:{victim.be_http_port} -> ingest worker pid {worker} " in out, out
+        assert f"STUCK be 127.0.0.1:{victim.be_http_port} -> ingest worker (ping)" in out, out
     finally:
         os.kill(worker, signal.SIGCONT)
     resumed_at = time.monotonic()
@@ -134,6 +155,8 @@ def test_sigstop_of_the_ingest_worker_is_seen_routed_around_and_heals(cluster):
     assert healed <= 5 + MARGIN_S
     assert httpx.get(f"http://127.0.0.1:{victim.be_http_port}/api/health", timeout=10).status_code == 200
     assert c.ingest_worker_pid(victim) == worker  # nothing restarted
+    status, out = c.doctor()
+    assert status == 0 and out.rstrip().endswith("healthy"), out
     for _ in range(4):
         for h in (gc, plain):
             reply, _ = load(h)
