@@ -66,11 +66,18 @@ class GaleneProcess:
         conf: dict[str, str] | None = None,
         engine: str | None = None,
         env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
         **ports,
     ):
         self.data_dir = Path(data_dir)
         self.role = role
         self.conf = dict(conf or {})
+        # Where it listens, and the network namespace it runs in (tests/netfault.py), if any.
+        self.host = host
+        self.netns = netns
+        if host != "127.0.0.1":
+            self.conf.setdefault("priority_networks", host)
         self.engine = engine or default_engine()
         self.env = dict(env or {})  # extra environment for the process (SPARK_MASTER=…)
         self.http_port = ports.get("http_port") or free_port()
@@ -91,6 +98,8 @@ class GaleneProcess:
             cmd += ["--engine", self.engine]
         for k, v in self.conf.items():
             cmd += ["--conf", f"{k}={v}"]
+        if self.netns is not None:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]  # exec: the pid stays Galene's
         return cmd
 
     def start(self, wait: bool = True, timeout: float = 180) -> GaleneProcess:
@@ -116,11 +125,11 @@ class GaleneProcess:
                 raise RuntimeError(f"galene exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 if self.role == "be":
-                    r = httpx.get(f"http://127.0.0.1:{self.be_http_port}/api/health", timeout=2)
+                    r = httpx.get(f"http://{self.host}:{self.be_http_port}/api/health", timeout=2)
                     if r.status_code == 200:
                         return
                 else:
-                    r = httpx.get(f"http://127.0.0.1:{self.http_port}/api/health", timeout=2)
+                    r = httpx.get(f"http://{self.host}:{self.http_port}/api/health", timeout=2)
                     data = r.json()["data"]
                     want_be = self.role == "start"
                     if data["query_engine_ready"] and (not want_be or data["online_backend_num"] >= 1):
@@ -181,7 +190,7 @@ class GaleneProcess:
         self, database: str | None = None, user: str = "root", password: str = "", **kw
     ) -> pymysql.Connection:
         return pymysql.connect(
-            host="127.0.0.1", port=self.query_port, user=user, password=password, database=database,
+            host=self.host, port=self.query_port, user=user, password=password, database=database,
             autocommit=True, read_timeout=300, **kw,
         )  # fmt: skip
 
@@ -203,7 +212,7 @@ class GaleneProcess:
         """PUT a stream load the way curl --location-trusted does: FE 307 -> BE."""
         h = {**auth_header(), "Expect": "100-continue", **(headers or {})}
         port = self.http_port if via_fe else self.be_http_port
-        url = f"http://127.0.0.1:{port}/api/{db}/{table}/_stream_load"
+        url = f"http://{self.host}:{port}/api/{db}/{table}/_stream_load"
         with httpx.Client(timeout=300) as c:
             r = c.put(url, content=b"" if via_fe else body, headers=h)
             if via_fe:
@@ -246,37 +255,54 @@ class GaleneCluster:
         fe_conf: dict[str, str] | None = None,
         be_conf: dict[str, str] | None = None,
         engine: str = "sail",
+        placement: list[tuple[str | None, str]] | None = None,
     ):
+        """`placement`: (network namespace, address) of the FE, then of each BE (tests/netfault.py)."""
         self.dir = Path(data_dir)
+        places = placement or [(None, "127.0.0.1")] * (n_backends + 1)
         # One storage root for every node (rowsets are shared; each BE keeps its WAL locally).
         shared = {"storage_root": f"file://{(self.dir / 'storage').resolve()}"}
         fe_conf = {"heartbeat_interval_second": "1", **shared, **(fe_conf or {})}
-        self.fe = GaleneProcess(self.dir / "fe", role="fe", conf=fe_conf, engine=engine)
+        self.fe = GaleneProcess(
+            self.dir / "fe", role="fe", conf=fe_conf, engine=engine, netns=places[0][0], host=places[0][1]
+        )
         self.be_conf = {**shared, **(be_conf or {})}
+        if places[0][1] != "127.0.0.1":
+            self.be_conf["fe_host"] = places[0][1]
         self.bes = [
-            GaleneProcess(self.dir / f"be{i}", role="be", conf=dict(self.be_conf)) for i in range(n_backends)
+            GaleneProcess(
+                self.dir / f"be{i}",
+                role="be",
+                conf=dict(self.be_conf),
+                netns=places[i + 1][0],
+                host=places[i + 1][1],
+            )
+            for i in range(n_backends)
         ]
 
     def start(self, join: bool = True) -> GaleneCluster:
-        self.fe.start()
-        for be in self.bes:
-            be.conf["fe_http_port"] = str(self.fe.http_port)
-            be.start(wait=False)
-        for be in self.bes:
-            be.wait_ready()
-        if join:
-            self.fe.query(
-                "ALTER SYSTEM ADD BACKEND " + ", ".join(f"'127.0.0.1:{b.be_http_port}'" for b in self.bes)
-            )
-            self.wait_backends(
-                lambda rows: len(rows) == len(self.bes) and all(r["Alive"] == "true" for r in rows)
-            )
+        try:
+            self.fe.start()
+            for be in self.bes:
+                be.conf["fe_http_port"] = str(self.fe.http_port)
+                be.start(wait=False)
+            for be in self.bes:
+                be.wait_ready()
+            if join:
+                hosts = ", ".join(f"'{b.host}:{b.be_http_port}'" for b in self.bes)
+                self.fe.query(f"ALTER SYSTEM ADD BACKEND {hosts}")
+                self.wait_backends(
+                    lambda rows: len(rows) == len(self.bes) and all(r["Alive"] == "true" for r in rows)
+                )
+        except BaseException:
+            self.stop()  # nothing outlives a cluster that did not start
+            raise
         return self
 
     def stop(self) -> None:
         for be in self.bes:
             if be.proc is not None and be.proc.poll() is None:
-                for pid in children_of(be.proc.pid):  # a SIGSTOPped ingest worker would not exit
+                for pid in [be.proc.pid, *children_of(be.proc.pid)]:  # a SIGSTOPped process would not exit
                     try:
                         os.kill(pid, signal.SIGCONT)
                     except ProcessLookupError:
@@ -311,7 +337,7 @@ class GaleneCluster:
         h = {**auth_header(), "Expect": "100-continue", **(headers or {})}
         if host is not None:
             h["Host"] = host
-        url = f"http://127.0.0.1:{self.fe.http_port}/api/{db}/{table}/_stream_load"
+        url = f"http://{self.fe.host}:{self.fe.http_port}/api/{db}/{table}/_stream_load"
         return httpx.put(url, content=b"", headers=h, timeout=30)
 
     def load(
@@ -328,7 +354,7 @@ class GaleneCluster:
 
     def doctor(self, timeout_s: float = 2, json_out: bool = False) -> tuple[int, str]:
         """`galene doctor --fe …` against this cluster, as an operator runs it: (exit status, output)."""
-        cmd = [sys.executable, "-m", "galene.cli", "doctor", "--fe", f"127.0.0.1:{self.fe.http_port}"]
+        cmd = [sys.executable, "-m", "galene.cli", "doctor", "--fe", f"{self.fe.host}:{self.fe.http_port}"]
         cmd += ["--timeout", f"{timeout_s:g}", *(["--json"] if json_out else [])]
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         done = subprocess.run(

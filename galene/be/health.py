@@ -439,7 +439,10 @@ class BeHealth:
         probes = {
             f"fe {be.fe_peer()}": timed(fe(), f"FE {be.fe_peer()}"),
             f"storage {be.cfg.storage_uri}": timed(
-                asyncio.to_thread(_storage_probe, be.fs, be.root, be.backend_id),
+                storage_answer(
+                    be,
+                    asyncio.ensure_future(asyncio.to_thread(_storage_probe, be.fs, be.root, be.backend_id)),
+                ),
                 f"storage {be.cfg.storage_uri}",
             ),
             "ingest worker": timed(worker(), "ingest worker"),

@@ -197,8 +197,9 @@ class CanaryMonitor:
             metrics.observe("galene_fe_be_canary_ms", float(ms), be=peer, stage=stage)
         metrics.observe("galene_fe_be_canary_ms", latency, be=peer, stage="total")
         bad_peers = {p: v for p, v in peers.items() if v != "OK"}
-        if not error and bad_peers and len(bad_peers) == len(peers):
-            # It can reach no other BE: forwarding to an owner and WAL replicas cannot work.
+        if not error and len(peers) >= 2 and len(bad_peers) == len(peers):
+            # It can reach none of several other BEs: it is cut off (forwarding falls back to
+            # loading locally, but a BE whose own network is broken should take no loads).
             first = next(iter(bad_peers.items()))
             error = f"forward_hop: {first[0]}: {first[1]}"
         if error:
