@@ -135,8 +135,7 @@ def _run_once(
             _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
             registered.append(name)
         df = spark.sql(spark_sql)
-        columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-        result = df.toArrow()
+        columns, result = _collect(df)
         return QueryOutput(columns=columns, table=result)
     finally:
         if job_tag:
@@ -146,6 +145,44 @@ def _run_once(
                 spark.catalog.dropTempView(name)
             except Exception:  # the session may be dead; its views died with it
                 log.debug("dropping temp view %s failed", name, exc_info=True)
+
+
+def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
+    """The result's (name, Spark type) columns and its rows as Arrow.
+
+    Over Spark Connect the rows arrive as Arrow batches typed by the server's plan, and the
+    declared schema is a separate answer. Sail 0.7 answers a UNION's schema from its first
+    branch: `SELECT NULL AS c UNION ALL SELECT 10` is declared NULL-typed but sent as INT, and
+    `SELECT 1 UNION ALL SELECT 2.5` declared with a DECIMAL scale that the sent values exceed;
+    PySpark's `toArrow` then fails to cast the rows to the declaration. Such a column keeps the
+    type it was sent with, and reports it."""
+    fields = df.schema.fields
+    columns = [(f.name, f.dataType.simpleString()) for f in fields]
+    to_table = getattr(df, "_to_table", None)  # Spark Connect's DataFrame; classic Spark converts itself
+    if to_table is None:
+        return columns, df.toArrow()
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+    declared = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    table, _ = to_table()
+    try:
+        return columns, table.cast(declared)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        pass
+    arrays, out_fields = [], []
+    for i, field in enumerate(declared):
+        data = table.column(i)
+        try:
+            if pa.types.is_null(field.type) and not pa.types.is_null(data.type):
+                raise pa.ArrowNotImplementedError("a NULL-typed declaration")
+            arrays.append(data.cast(field.type))
+            out_fields.append(field)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            log.debug("column %s: declared %s, sent %s; kept as sent", field.name, field.type, data.type)
+            columns[i] = (field.name, from_arrow_type(data.type).simpleString())
+            arrays.append(data)
+            out_fields.append(field.with_type(data.type))
+    return columns, pa.Table.from_arrays(arrays, schema=pa.schema(out_fields, metadata=declared.metadata))
 
 
 def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:

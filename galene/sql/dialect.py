@@ -252,9 +252,11 @@ def _quote(text: str) -> str:
 
 
 def _value_window_function(node: type[exp.Expr], name: str, args: list[exp.Expr]) -> exp.Expr:
-    if len(args) == 2:
-        return exp.Anonymous(this=name, expressions=args)
-    return node(this=args[0] if args else None)
+    """FIRST_VALUE/LAST_VALUE(expr[, ignore_null]): sqlglot's node for one argument, else the call
+    as written (galene.sql.functions turns Doris' ignore_null into Spark's boolean literal)."""
+    if len(args) == 1:
+        return node(this=args[0])
+    return exp.Anonymous(this=name, expressions=args)
 
 
 def _property_pairs(node: exp.Expr) -> list[exp.Property]:
@@ -283,6 +285,9 @@ class Galene(Doris):
             **{name: _build_unit_delta(node, unit) for name, (node, unit) in _UNIT_ADD_FUNCTIONS.items()},
             # sqlglot rewrites TO_DAYS into a DATEDIFF from year 0, which no engine date holds.
             "TO_DAYS": lambda args: exp.Anonymous(this="TO_DAYS", expressions=args),
+            # Doris' FIRST_VALUE/LAST_VALUE(expr, ignore_null): sqlglot's nodes take one argument.
+            "FIRST_VALUE": lambda args: _value_window_function(exp.FirstValue, "FIRST_VALUE", args),
+            "LAST_VALUE": lambda args: _value_window_function(exp.LastValue, "LAST_VALUE", args),
         }
 
         FUNCTION_PARSERS: t.ClassVar[dict] = {
@@ -309,7 +314,9 @@ class Galene(Doris):
             "PROC": lambda self: self.expression(exp.Show(this="PROC", target=self._parse_string())),
             "TABLETS": lambda self: self._parse_show_tablets(),
             "LOAD": lambda self: self._parse_show_load(),
-            "CREATE MATERIALIZED VIEW": lambda self: self._parse_show_mysql("CREATE MATERIALIZED VIEW", target=True),
+            "CREATE MATERIALIZED VIEW": lambda self: self._parse_show_mysql(
+                "CREATE MATERIALIZED VIEW", target=True
+            ),
         }
         SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -395,7 +402,9 @@ class Galene(Doris):
                         else:
                             self.raise_error("Expected MANUAL, COMMIT or SCHEDULE after REFRESH … ON")
                 elif self._match_text_seq("DUPLICATE", "KEY") or self._match_text_seq("KEY"):
-                    props.append(self.expression(exp.DuplicateKeyProperty(expressions=self._parse_wrapped_id_vars())))
+                    props.append(
+                        self.expression(exp.DuplicateKeyProperty(expressions=self._parse_wrapped_id_vars()))
+                    )
                 elif self._match(TokenType.COMMENT):
                     props.append(self.expression(exp.SchemaCommentProperty(this=self._parse_string())))
                 elif self._match_text_seq("DISTRIBUTED"):
@@ -511,7 +520,9 @@ class Galene(Doris):
             body = super()._parse_statement()
             if not isinstance(body, exp.Insert) or start is None:
                 self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
-            node = self.expression(CreateJob(this=name, properties=properties, comment=comment, expression=body))
+            node = self.expression(
+                CreateJob(this=name, properties=properties, comment=comment, expression=body)
+            )
             node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
             return node
 
@@ -535,7 +546,10 @@ class Galene(Doris):
             if len(words) > 1 and words[0] in ("CREATE", "ALTER", "DROP") and words[1] in ("USER", "ROLE"):
                 self._advance(2)
                 return self._parse_user_or_role(f"{words[0]} {words[1]}")
-            if words[:2] == ["SET", "PASSWORD"] and self._tokens[self._index + 1].token_type != TokenType.STRING:
+            if (
+                words[:2] == ["SET", "PASSWORD"]
+                and self._tokens[self._index + 1].token_type != TokenType.STRING
+            ):
                 self._advance(2)
                 return self._parse_set_password()
             if words[:1] in (["GRANT"], ["REVOKE"]):
@@ -728,7 +742,12 @@ class Galene(Doris):
             limit = self._parse_limit()
             return self.expression(
                 OrderedShow(
-                    this="PARTITIONS", target=table.this, db=table.args.get("db"), where=where, order=order, limit=limit
+                    this="PARTITIONS",
+                    target=table.this,
+                    db=table.args.get("db"),
+                    where=where,
+                    order=order,
+                    limit=limit,
                 )
             )
 
@@ -982,23 +1001,33 @@ class Galene(Doris):
             AdminCompact: lambda self, e: (
                 f"ADMIN COMPACT TABLE {self.sql(e, 'this')}{self._partition_names_sql(e)}{self.sql(e, 'where')}"
             ),
-            ShowTablets: lambda self, e: f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}",
+            ShowTablets: lambda self, e: (
+                f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}"
+            ),
             CreateJob: lambda self, e: self._create_job_sql(e),
             AlterJob: lambda self, e: (
                 f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
             ),
             KeyColumnConstraint: lambda self, e: "KEY",
-            AlterTableClauses: lambda self, e: f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}",
+            AlterTableClauses: lambda self, e: (
+                f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}"
+            ),
             AddColumnsClause: lambda self, e: (
                 f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
             ),
             DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
             ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
-            RenameColumnClause: lambda self, e: f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
+            RenameColumnClause: lambda self, e: (
+                f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}"
+            ),
             ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
             ReplaceWithTableClause: lambda self, e: (
                 f"REPLACE WITH TABLE {self.sql(e, 'this')}"
-                + (f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})" if _property_pairs(e) else "")
+                + (
+                    f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
+                    if _property_pairs(e)
+                    else ""
+                )
             ),
             CreateMaterializedView: lambda self, e: (
                 f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"

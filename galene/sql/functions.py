@@ -31,7 +31,7 @@ tests/integration/test_doris_functions.py:
 * UNIX_TIMESTAMP(d) → INT seconds (0 before 1970); FROM_UNIXTIME(ts) → `from_unixtime`.
 * DATE_TRUNC(d, unit) / DATE_TRUNC(unit, d) → `date_trunc` as TIMESTAMP_NTZ (`trunc` → DATE
   for a DATE operand); WEEK/YEARWEEK(d[, mode]) and %U/%u/%V/%v/%X/%x → MySQL's calc_week
-  spelled out for the constant mode; TO_DAYS/FROM_DAYS/MAKEDATE, DAYNAME (full name),
+  for the constant mode, in closed form (the week's start and anchor day); TO_DAYS/FROM_DAYS/MAKEDATE, DAYNAME (full name),
   MICROSECOND, TIMESTAMP(d).
 * GROUP_CONCAT([DISTINCT] x [, sep | SEPARATOR sep] [ORDER BY …]) → `concat_ws(sep,
   collect_list|collect_set(x))`, ordered through (keys, value) structs; default sep ", ".
@@ -49,10 +49,14 @@ tests/integration/test_doris_functions.py:
   Doris' result types (TINYINT + TINYINT → SMALLINT, INT + INT → BIGINT, decimal p/s rules,
   integer `/` → DOUBLE), so the MySQL result column carries Doris' type.
 * CAST(x AS DATETIME|LARGEINT|VARCHAR|CHAR|TEXT|JSON) → TIMESTAMP_NTZ, DECIMAL(38, 0), STRING.
+* Window functions: ROW_NUMBER/RANK/DENSE_RANK/NTILE → CAST(… AS BIGINT) (Doris' type; Spark's
+  is INT); FIRST_VALUE/LAST_VALUE(x, ignore_null) with a constant boolean or number → Spark's
+  `first_value(x, true)`, or the one-argument form when it is false.
 * Unchanged (same meaning on both engines): IFNULL/NVL/COALESCE/NULLIF/IF, SUBSTRING_INDEX,
   CONCAT_WS (skips NULLs), REPLACE, REVERSE, MD5, DIV and % (sign of the dividend), `/` on
   integers (DOUBLE, NULL on division by zero), NULL ordering (NULLS FIRST for ASC, LAST for
-  DESC), LIMIT m, n / LIMIT n OFFSET m, window functions.
+  DESC), LIMIT m, n / LIMIT n OFFSET m, the other window functions (LAG/LEAD with a default,
+  NTH_VALUE, CUME_DIST, PERCENT_RANK, aggregates over frames).
 """
 
 from __future__ import annotations
@@ -422,51 +426,29 @@ def _special_field(value: exp.Expr, letter: str) -> exp.Expr:
 
 
 def _calc_week(date: exp.Expr, behaviour: int) -> tuple[exp.Expr, exp.Expr]:
-    """(week, year) of a DATE by MySQL's calc_week for a constant behaviour (Doris uses the same
-    algorithm for WEEK, YEARWEEK and the %U %u %V %v %X %x formats)."""
+    """(week, year) of a DATE as MySQL's calc_week counts them for a constant behaviour (Doris
+    uses the same algorithm for WEEK, YEARWEEK and the %U %u %V %v %X %x formats); the year is
+    the week's year for a WEEK_YEAR behaviour (YEARWEEK, %X, %x), else the date's.
+
+    In closed form rather than calc_week's branches (checked equal to them for every day of
+    1900-2100 and all eight behaviours): the week starts on `start` = the date less its days
+    since Sunday (Monday); a week belongs to the year holding its `anchor`, its first day when
+    week 1 is the first week with a first weekday in the year (WEEK_FIRST_WEEKDAY), else its
+    fourth day (week 1 is the first with four days in the year). Without WEEK_YEAR the count
+    runs from the date's own year (0 before its week 1, up to 53 after it)."""
     monday_first = bool(behaviour & 1)
     week_year = bool(behaviour & 2)
     first_weekday = bool(behaviour & 4)
-    d = "__d"
-    year = f"year({d})"
-    days_since_jan1 = f"(dayofyear({d}) - 1)"
-    jan1 = f"make_date(year({d}), 1, 1)"
-    wd0 = f"((dayofweek({jan1}) + 5) % 7)" if monday_first else f"(dayofweek({jan1}) - 1)"
-
-    def days_in(y: str) -> str:
-        return f"(CASE WHEN ({y}) % 4 = 0 AND (({y}) % 100 != 0 OR ({y}) % 400 = 0) THEN 366 ELSE 365 END)"
-
-    def starts_next_week(wd: str) -> str:
-        return f"({wd}) != 0" if first_weekday else f"({wd}) >= 4"
-
-    def branch(dd: str, wd: str, yr: str, wy: bool) -> tuple[str, str]:
-        days = f"(CASE WHEN {starts_next_week(wd)} THEN ({dd}) - (7 - ({wd})) ELSE ({dd}) + ({wd}) END)"
-        week = f"(({days}) div 7 + 1)"
-        if not wy:
-            return week, yr
-        wd2 = f"((({wd}) + {days_in(yr)}) % 7)"
-        first_of_next = f"({wd2}) = 0" if first_weekday else f"({wd2}) < 4"
-        rolls = f"({days}) >= 364 AND {first_of_next}"
-        return (
-            f"(CASE WHEN {rolls} THEN 1 ELSE {week} END)",
-            f"(CASE WHEN {rolls} THEN ({yr}) + 1 ELSE {yr} END)",
-        )
-
-    prev_year = f"({year} - 1)"
-    in_first_days = f"month({d}) = 1 AND dayofmonth({d}) <= 7 - {wd0}"
-    prev_week, prev_yr = branch(
-        f"({days_since_jan1} + {days_in(prev_year)})",
-        f"(({wd0} + 371 - {days_in(prev_year)}) % 7)",
-        prev_year,
-        True,
-    )
-    if not week_year:
-        prev_week = f"(CASE WHEN {starts_next_week(wd0)} THEN 0 ELSE {prev_week} END)"
-        prev_yr = f"(CASE WHEN {starts_next_week(wd0)} THEN {year} ELSE {prev_yr} END)"
-    week, yr = branch(days_since_jan1, wd0, year, week_year)
-    week_sql = f"CASE WHEN {in_first_days} THEN {prev_week} ELSE {week} END"
-    year_sql = f"CASE WHEN {in_first_days} THEN {prev_yr} ELSE {yr} END"
-    return _tpl(f"CAST({week_sql} AS INT)", d=date), _tpl(f"CAST({year_sql} AS INT)", d=date)
+    since_start = "(dayofweek(__d) + 5) % 7" if monday_first else "dayofweek(__d) - 1"
+    start = f"date_add(__d, -({since_start}))"
+    anchor = start if first_weekday else f"date_add({start}, 3)"
+    if week_year:
+        week = _tpl(f"CAST((dayofyear({anchor}) - 1) div 7 + 1 AS INT)", d=date)
+        year = _tpl(f"year({anchor})", d=date)
+    else:
+        week = _tpl(f"CAST((datediff({anchor}, make_date(year(__d), 1, 1)) + 7) div 7 AS INT)", d=date)
+        year = _tpl("year(__d)", d=date)
+    return week, year
 
 
 def _week_behaviour(mode: int) -> int:
@@ -980,7 +962,24 @@ _CAST_TYPES = {
 }
 
 
+# --- window functions -------------------------------------------------------------------
+# Doris types ROW_NUMBER/RANK/DENSE_RANK/NTILE as BIGINT (nereids/.../functions/window/*.java,
+# and the "Return Value" of each function's page); Spark's are INT.
+_BIGINT_WINDOW_FUNCTIONS = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)
+
+
 # --- functions sqlglot leaves anonymous -------------------------------------------------
+def _ignore_null_flag(name: str, node: exp.Expr) -> bool:
+    """Doris' FIRST_VALUE/LAST_VALUE ignore_null: a constant boolean, or a number as in
+    `last_value(state, 1)` of Doris' docs (Spark takes only a boolean literal)."""
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    number = _literal_number(node)
+    if number is not None:
+        return number[0] != 0
+    raise GaleneError(f"{name.lower()}: the second argument (ignore_null) must be a constant boolean")
+
+
 def _anonymous(node: exp.Anonymous) -> exp.Expr:
     name = node.name.upper()
     args = node.expressions
@@ -1040,6 +1039,10 @@ def _anonymous(node: exp.Anonymous) -> exp.Expr:
         return _tpl("(__s IS NULL OR __s = '')", s=args[0])
     if name == "NOT_NULL_OR_EMPTY" and len(args) == 1:
         return _tpl("(__s IS NOT NULL AND __s != '')", s=args[0])
+    if name in ("FIRST_VALUE", "LAST_VALUE") and len(args) == 2:
+        if _ignore_null_flag(name, args[1]):
+            return _fn(name, args[0], exp.true())
+        return (exp.FirstValue if name == "FIRST_VALUE" else exp.LastValue)(this=args[0])
     if name == "NDV" and len(args) == 1:
         return _fn("approx_count_distinct", args[0])
     return node
@@ -1093,6 +1096,8 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
         return _as_timestamp(_datetime_operand(node.this))
     if isinstance(node, exp.GroupConcat):
         return _group_concat(node)
+    if isinstance(node, exp.Window) and isinstance(node.this, _BIGINT_WINDOW_FUNCTIONS):
+        return _cast(node, "BIGINT")  # Doris: BIGINT (Spark's are INT)
     if isinstance(node, exp.Length) and node.args.get("binary"):
         return _fn("octet_length", node.this)
     if isinstance(node, exp.Length):

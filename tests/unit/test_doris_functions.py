@@ -144,7 +144,11 @@ def test_date_format_fields_java_has_no_letter_for():
     assert "WHEN DAY(d) IN (11, 12, 13) THEN 'th'" in day_with_suffix and "'st'" in day_with_suffix
     assert one("DATE_FORMAT(d, '%w')") == "CAST(DAYOFWEEK(d) - 1 AS STRING)"
     week = one("DATE_FORMAT(d, '%X-%V')")
-    assert week.startswith("CONCAT(LPAD(CAST(") and "'-'" in week and "DAYOFYEAR(CAST(d AS DATE))" in week
+    assert (
+        week.startswith("CONCAT(LPAD(CAST(")
+        and "'-'" in week
+        and "DAYOFYEAR(DATE_ADD(CAST(d AS DATE)" in week
+    )
 
 
 def test_unix_timestamp():
@@ -204,8 +208,13 @@ def test_date_trunc_both_argument_orders_and_date_operands():
 
 
 def test_week_and_yearweek_need_a_constant_mode():
-    assert "DAYOFWEEK(MAKE_DATE(YEAR(CAST(TO_DATE(d) AS DATE)), 1, 1))" in one("WEEK(d)")
-    assert "* 100 +" in one("YEARWEEK(d, 3)")
+    # MySQL's calc_week in closed form: the week's start (Sunday or Monday), its anchor day
+    assert one("WEEK(d)") == (
+        "CAST((DATEDIFF(DATE_ADD(CAST(TO_DATE(d) AS DATE), -(DAYOFWEEK(CAST(TO_DATE(d) AS DATE)) - 1)), "
+        "MAKE_DATE(YEAR(CAST(TO_DATE(d) AS DATE)), 1, 1)) + 7) DIV 7 AS INT)"
+    )
+    iso = one("YEARWEEK(d, 3)")  # Monday first, the week's Thursday names its year
+    assert "* 100 +" in iso and "DATE_ADD(DATE_ADD(CAST(d AS DATE), -((DAYOFWEEK(" in iso and "), 3)" in iso
     with pytest.raises(GaleneError, match="mode must be a constant"):
         one("WEEK(d, m)")
 
@@ -370,10 +379,31 @@ def test_functions_spark_reads_the_same_way_pass_through():
         ("NULLIF(a, 0)", "NULLIF(a, 0)"),
         ("IF(a > 0, 1, 2)", "IF(a > 0, 1, 2)"),
         ("COALESCE(a, b)", "COALESCE(a, b)"),
-        ("ROW_NUMBER() OVER (PARTITION BY a ORDER BY b)", "ROW_NUMBER() OVER (PARTITION BY a ORDER BY b)"),
         ("LAG(a, 1, 0) OVER (ORDER BY b)", "LAG(a, 1, 0) OVER (ORDER BY b)"),
+        ("FIRST_VALUE(a) OVER (ORDER BY b)", "FIRST_VALUE(a) OVER (ORDER BY b)"),
     ]:
         assert one(doris) == spark_sql
+
+
+def test_window_functions():
+    # ROW_NUMBER / RANK / DENSE_RANK / NTILE are BIGINT in Doris, INT in Spark
+    for name in ("ROW_NUMBER()", "RANK()", "DENSE_RANK()", "NTILE(4)"):
+        assert (
+            one(f"{name} OVER (PARTITION BY a ORDER BY b)")
+            == f"CAST({name} OVER (PARTITION BY a ORDER BY b) AS BIGINT)"
+        )
+    assert one("PERCENT_RANK() OVER (ORDER BY b)") == "PERCENT_RANK() OVER (ORDER BY b)"  # DOUBLE in both
+    # FIRST_VALUE / LAST_VALUE(expr, ignore_null): Doris takes a boolean or a number, Spark a boolean literal
+    assert one("FIRST_VALUE(a, true) OVER (ORDER BY b)") == "FIRST_VALUE(a, TRUE) OVER (ORDER BY b)"
+    assert one("LAST_VALUE(a, 1) OVER (ORDER BY b)") == "LAST_VALUE(a, TRUE) OVER (ORDER BY b)"
+    assert one("last_value(a, 0) OVER (ORDER BY b)") == "LAST_VALUE(a) OVER (ORDER BY b)"
+    assert one("FIRST_VALUE(a, false) OVER (ORDER BY b)") == "FIRST_VALUE(a) OVER (ORDER BY b)"
+    with pytest.raises(GaleneError, match="ignore_null"):
+        one("FIRST_VALUE(a, c) OVER (ORDER BY b)")
+    # the statement keeps Doris' spelling (views store it)
+    assert parse_statement("SELECT FIRST_VALUE(a, 1) OVER (ORDER BY b) FROM t").expr.sql("doris") == (
+        "SELECT FIRST_VALUE(a, 1) OVER (ORDER BY b) FROM t"
+    )
 
 
 def test_labels_are_taken_before_rewriting():
