@@ -589,9 +589,9 @@ class SqlExecutor:
         return StatementResult(columns=[ResultColumn(n, t) for n, t in infoschema.TABLE_STATUS_COLUMNS], rows=rows)
 
     async def _do_ShowIndex(self, s, ctx):
-        # Doris lists inverted/bitmap/ngram indexes only; Galene tables have none.
-        self._table_or_schema(s.db, s.table, ctx)
-        return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=[])
+        # Doris lists the inverted/bitmap/ngram_bf indexes (none for views and system tables).
+        table = self._table_or_schema(s.db, s.table, ctx)
+        return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=show.index_rows(table))
 
     async def _do_ShowPartitions(self, s, ctx):
         _, table = self._table(s.db, s.table, ctx)
