@@ -12,6 +12,10 @@ SAIL_PYSPARK_VERSION := 4.2.0
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# pydoris (test extras) needs mysqlclient, built from source against MariaDB's C client headers.
+	@pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get install -y -qq libmariadb-dev pkg-config || (apt-get update -qq && apt-get install -y -qq libmariadb-dev pkg-config)) >/dev/null 2>&1 || echo "warning: could not install libmariadb-dev"; \
+	  else echo "warning: libmariadb-dev missing (apt-get install libmariadb-dev pkg-config): pydoris' mysqlclient cannot build"; fi; }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps --upgrade --target $(SAIL_PYSPARK) pyspark-client==$(SAIL_PYSPARK_VERSION)

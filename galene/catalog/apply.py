@@ -94,6 +94,8 @@ def _(op: ops.AlterTable, state: CatalogState) -> None:
     table.distribution_columns = op.distribution_columns
     table.properties = op.properties
     table.comment = op.comment
+    if op.indexes is not None:
+        table.indexes = op.indexes
     table.update_time = op.time or table.update_time
 
 

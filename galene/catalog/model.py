@@ -105,6 +105,18 @@ class MaterializedView(msgspec.Struct, kw_only=True):
     base_versions: dict[str, int] = msgspec.field(default_factory=dict)
 
 
+class Index(msgspec.Struct, kw_only=True):
+    """A table index as Doris declares it (`INDEX name (c) USING INVERTED|BITMAP|NGRAM_BF`, CREATE
+    INDEX, ALTER TABLE ADD INDEX). Metadata only: the engine scans Parquet files and answers
+    every query without it; SHOW INDEX, SHOW CREATE TABLE and DROP INDEX see it as in Doris."""
+
+    name: str
+    columns: list[str]
+    index_type: str = "INVERTED"  # INVERTED | BITMAP | NGRAM_BF
+    properties: dict[str, str] = msgspec.field(default_factory=dict)
+    comment: str = ""
+
+
 class Table(msgspec.Struct, kw_only=True):
     id: int
     db_id: int
@@ -131,6 +143,7 @@ class Table(msgspec.Struct, kw_only=True):
     schema_version: int = 0
     schema_history: list[SchemaVersion] = msgspec.field(default_factory=list)
     mtmv: MaterializedView | None = None  # set for an async materialized view
+    indexes: list[Index] = msgspec.field(default_factory=list)
 
     def column(self, name: str) -> Column | None:
         lname = name.lower()
@@ -391,7 +404,9 @@ def _builtin_accounts() -> dict[str, UserAccount]:
 
 def _builtin_roles() -> dict[str, Role]:
     def everything(privs: list[str]) -> Grants:
-        return Grants(tables={"*.*.*": list(privs)}, resources={"%": list(privs)}, workload_groups={"%": list(privs)})
+        return Grants(
+            tables={"*.*.*": list(privs)}, resources={"%": list(privs)}, workload_groups={"%": list(privs)}
+        )
 
     return {
         "operator": Role(name="operator", grants=everything(["NODE_PRIV", "ADMIN_PRIV"]), builtin=True),

@@ -198,8 +198,8 @@ def make_type(base: str, nums: list[int], text: str | None = None) -> ColumnType
         if not 0 <= p <= 6:
             raise TypeError_(f"Scale of Datetime/Time must between 0 and 6. Scale was set to: {p}")
         return ColumnType(name=base, precision=p)
-    if nums and base not in INTEGER_TYPES:  # INT(11) display widths are accepted and ignored
-        raise TypeError_(f"Unsupported data type: {text}")
+    # Doris' parser reads the arguments of every other type and ignores them: INT(11) display
+    # widths, and FLOAT(53) / DOUBLE(16) as SQLAlchemy and pandas spell floats, stay FLOAT / DOUBLE.
     return ColumnType(name=base)
 
 

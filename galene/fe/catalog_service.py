@@ -224,7 +224,8 @@ class CatalogService:
                 raise wrong_object(db_name, table_name, "TABLE", "VIEW", drop=False)
             table = self.table(db_name, table_name)
             fields = change(table)
-            self.store.log(ops.AlterTable(table_id=table.id, time=time.time(), **fields))
+            if fields is not None:  # None: nothing to change (IF [NOT] EXISTS found its answer)
+                self.store.log(ops.AlterTable(table_id=table.id, time=time.time(), **fields))
             return table
 
     # --- views ------------------------------------------------------------------------

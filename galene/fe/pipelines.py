@@ -583,6 +583,10 @@ def copy_table_definition(source: Table, name: str, db_id: int, alloc, now: floa
         schema_version=0,
         schema_history=[],
         mtmv=None,
+        indexes=[
+            msgspec.structs.replace(i, columns=list(i.columns), properties=dict(i.properties))
+            for i in source.indexes
+        ],
     )
 
 

@@ -75,6 +75,7 @@ class AlterTable(_Op):
     schema_version: int
     previous_columns: list[Column] | None = None  # None: storage unchanged (comments only)
     time: float = 0.0
+    indexes: list[model.Index] | None = None  # the table's indexes after the change; None: unchanged
 
 
 class ReplaceTable(_Op):

@@ -17,12 +17,13 @@ from decimal import Decimal, InvalidOperation
 import msgspec
 from sqlglot import exp
 
-from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Partition, Table
+from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Index, Partition, Table
 from galene.common.errors import AnalysisError
 from galene.common.types import ColumnType, TypeError_, make_type, parse_type
 from galene.sql.dialect import (
     AggregationColumnConstraint,
     Galene,
+    IndexDef,
     ListPartition,
     RangePartitionFixed,
     RangePartitionLessThan,
@@ -207,6 +208,77 @@ def _default_dup_keys(columns: list[Column]) -> list[str]:
 def _find(columns: list[Column], name: str) -> Column | None:
     lower = name.lower()
     return next((c for c in columns if c.name.lower() == lower), None)
+
+
+# --- indexes ----------------------------------------------------------------------------
+_NGRAM_DEFAULTS = {"gram_size": "2", "bf_size": "256"}
+_NGRAM_BOUNDS = {"gram_size": (1, 255), "bf_size": (64, 65535)}
+
+
+def index_from_def(idef: exp.Expr, columns: list[Column], keys_type: str, missing: str) -> Index:
+    """An IndexDef (CREATE TABLE's INDEX, ADD INDEX, CREATE INDEX) checked as Doris'
+    IndexDefinition does; `missing` starts the text for a column the table lacks."""
+    name = idef.name
+    kind = idef.args.get("kind") or "INVERTED"
+    names = [c.name for c in idef.expressions]
+    props = property_dict(idef.args.get("properties"))
+    comment_node = idef.args.get("comment")
+    comment = comment_node.name if comment_node is not None else ""
+    if kind in ("INVERTED", "BITMAP"):
+        if len(names) != 1:
+            raise AnalysisError(f"{kind} index can only apply to a single column.")
+        if not name:
+            raise AnalysisError("index name cannot be blank.")
+        if len(name) > 64:
+            raise AnalysisError("index name too long, the index name length at most is 64.")
+        if len({n.lower() for n in names}) != len(names):
+            raise AnalysisError("columns of index has duplicated.")
+    if kind == "NGRAM_BF":
+        props = {**_NGRAM_DEFAULTS, **props}
+    resolved: list[str] = []
+    for col_name in names:
+        col = _find([c for c in columns if not c.hidden], col_name)
+        if col is None:
+            raise AnalysisError(f"{missing}. invalid column: {col_name}")
+        if col.type.name == "JSON":
+            raise AnalysisError(
+                f"{col.type.to_sql().upper()} is not supported in {kind} index. invalid index: {name}"
+            )
+        if not col.is_key and keys_type == "AGG_KEYS":
+            raise AnalysisError(
+                "index should only be used in columns of DUP_KEYS/UNIQUE_KEYS table or key columns of "
+                f"AGG_KEYS table. invalid index: {name}"
+            )
+        if kind == "NGRAM_BF":
+            if not col.type.is_string:
+                raise AnalysisError(
+                    f"{col.type.to_sql().upper()} is not supported in ngram_bf index. invalid column: {col.name}"
+                )
+            if len(props) != 2:
+                raise AnalysisError("ngram_bf index should have gram_size and bf_size properties")
+            for key, (low, high) in _NGRAM_BOUNDS.items():
+                try:
+                    value = int(props.get(key, ""))
+                except ValueError:
+                    value = None
+                if value is None or not low <= value <= high:
+                    raise AnalysisError(
+                        f"invalid ngram bf index params:'{key}' should be an integer between {low} and {high}."
+                    )
+        resolved.append(col.name)
+    return Index(name=name, columns=resolved, index_type=kind, properties=props, comment=comment)
+
+
+def _check_index_unique(indexes: list[Index], new: Index) -> None:
+    """ADD INDEX against the table's indexes (Doris' checkDuplicateIndexes)."""
+    cols = {c.lower() for c in new.columns}
+    for index in indexes:
+        if index.name.lower() == new.name.lower():
+            raise AnalysisError(f"index `{new.name}` already exist.")
+        if index.index_type == new.index_type and {c.lower() for c in index.columns} == cols:
+            raise AnalysisError(
+                f"{new.index_type} index for columns ({','.join(new.columns)}) already exist."
+            )
 
 
 def _apply_keys(columns: list[Column], keys_type: str, keys: list[str]) -> list[str]:
@@ -592,6 +664,19 @@ def table_from_create(
         else:
             partitions = _list_partitions(nodes, pcols, alloc_partition)
 
+    indexes: list[Index] = []
+    for idef in (e for e in (schema.expressions if schema else []) if isinstance(e, IndexDef)):
+        index = index_from_def(idef, cols, keys_type, "Column does not exist in table")
+        if any(i.name.lower() == index.name.lower() for i in indexes):
+            raise AnalysisError("index name must be unique.")
+        if any(
+            i.index_type == index.index_type
+            and [c.lower() for c in i.columns] == [c.lower() for c in index.columns]
+            for i in indexes
+        ):
+            raise AnalysisError("same index columns have multiple same type index is not allowed.")
+        indexes.append(index)
+
     properties = property_dict(generic)
     _add_sequence_column(keys_type, cols, properties)
     if "replication_allocation" not in properties:
@@ -616,6 +701,7 @@ def table_from_create(
         comment=comment,
         create_time=now,
         update_time=now,
+        indexes=indexes,
     )
 
 
@@ -824,10 +910,12 @@ def _visible_column(cols: list[Column], name: str) -> tuple[int, Column] | None:
     return None
 
 
-def alter_table(table: Table, actions: list) -> dict:
+def alter_table(table: Table, actions: list) -> dict | None:
     """The AlterTable op's fields for `actions` (galene.sql.statements' ALTER TABLE clauses,
     applied in order), checked with Doris' rules and texts. Storage changes (add, drop, rename,
-    type) bump the schema version and hand the current storage columns to the history."""
+    type) bump the schema version and hand the current storage columns to the history. None when
+    there is nothing to log (only ADD INDEX IF NOT EXISTS / DROP INDEX IF EXISTS that found their
+    answer already, which Doris accepts silently)."""
     from galene.catalog.model import with_column_ids
     from galene.sql import statements as st
 
@@ -841,6 +929,9 @@ def alter_table(table: Table, actions: list) -> dict:
     next_id = max(c.id for c in [*cols, *(c for h in table.schema_history for c in h.columns)]) + 1
     storage_changed = False
     changed = False
+    skipped = False  # an IF [NOT] EXISTS index clause with nothing to do
+    indexes = [msgspec.structs.replace(i, columns=list(i.columns)) for i in table.indexes]
+    indexes_changed = False
     index_name = table.name
     seq_map = props.get("function_column.sequence_col")
     for action in actions:
@@ -877,6 +968,10 @@ def alter_table(table: Table, actions: list) -> dict:
             if table.distribution_type == "HASH" and any(d.lower() == col.name.lower() for d in distribution):
                 raise AnalysisError(f"Distribution column[{col.name}] cannot be dropped. index[{index_name}]")
             del cols[i]
+            # Doris drops the indexes of a dropped column with it.
+            kept = [x for x in indexes if all(c.lower() != col.name.lower() for c in x.columns)]
+            indexes_changed |= len(kept) != len(indexes)
+            indexes = kept
             storage_changed = changed = True
         elif isinstance(action, st.ModifyColumn):
             name = action.column.name
@@ -945,15 +1040,41 @@ def alter_table(table: Table, actions: list) -> dict:
                 return [new if n.lower() == old.lower() else n for n in names]
 
             partitions, distribution = renamed(partitions), renamed(distribution)
+            for x in indexes:
+                if any(c.lower() == col.name.lower() for c in x.columns):
+                    x.columns = renamed(x.columns)
+                    indexes_changed = True
             if seq_map and seq_map.lower() == col.name.lower():
                 props["function_column.sequence_col"] = seq_map = action.new
             storage_changed = changed = True
         elif isinstance(action, st.ModifyTableComment):
             comment = action.comment
             changed = True
+        elif isinstance(action, st.AddIndex):
+            exists = any(x.name.lower() == action.index.name.lower() for x in indexes)
+            if exists and action.if_not_exists:
+                skipped = True
+                continue
+            index = index_from_def(
+                action.index, cols, table.keys_type, "index column does not exist in table"
+            )
+            _check_index_unique(indexes, index)
+            indexes.append(index)
+            indexes_changed = changed = True
+        elif isinstance(action, st.DropIndex):
+            kept = [x for x in indexes if x.name.lower() != action.name.lower()]
+            if len(kept) == len(indexes):
+                if action.if_exists:
+                    skipped = True
+                    continue
+                raise AnalysisError(f"index {action.name} does not exist")
+            indexes = kept
+            indexes_changed = changed = True
         else:  # pragma: no cover - the classifier builds only the clauses above
             raise AnalysisError(f"Unsupported ALTER TABLE clause: {action}")
     if not changed:
+        if skipped:
+            return None
         raise AnalysisError("Nothing is changed. please check your alter stmt.")
     _check_key_order(cols, index_name, table.keys_type)
     return {
@@ -965,6 +1086,7 @@ def alter_table(table: Table, actions: list) -> dict:
         "comment": comment,
         "schema_version": table.schema_version + 1 if storage_changed else table.schema_version,
         "previous_columns": previous if storage_changed else None,
+        "indexes": indexes if indexes_changed else None,
     }
 
 

@@ -168,6 +168,33 @@ class ModifyCommentClause(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
 
 
+class IndexDef(exp.Expression):
+    """`INDEX [IF NOT EXISTS] name (c, …) [USING INVERTED | BITMAP | NGRAM_BF] [PROPERTIES (…)]
+    [COMMENT '…']` of CREATE TABLE, ALTER TABLE … ADD INDEX and CREATE INDEX … ON t: this =
+    Identifier, expressions = column Identifiers, kind = USING's word, properties = Property list."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "expressions": True,
+        "kind": False,
+        "properties": False,
+        "comment": False,
+        "exists": False,
+    }
+
+
+class AddIndexClause(exp.Expression):
+    """`ADD INDEX …` (also what `CREATE INDEX name ON t …` means): this = IndexDef."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
+class DropIndexClause(exp.Expression):
+    """`DROP INDEX [IF EXISTS] name` (also `DROP INDEX name ON t`)."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "exists": False}
+
+
 class ReplaceWithTableClause(exp.Expression):
     """`REPLACE WITH TABLE b [PROPERTIES ('swap' = 'true' | 'false')]`."""
 
@@ -357,6 +384,9 @@ class Galene(Doris):
             # Async materialized views (schema objects).
             if self._curr is not None and self._next is not None:
                 words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
+                if words[:2] in (["CREATE", "INDEX"], ["DROP", "INDEX"]):
+                    self._advance(2)
+                    return self._parse_index_statement(words[0])
                 if words == ["CREATE", "MATERIALIZED", "VIEW"]:
                     self._advance(3)
                     return self._parse_create_mtmv()
@@ -436,6 +466,66 @@ class Galene(Doris):
                 constraints.append(exp.ColumnConstraint(kind=comment))
             return self.expression(exp.ColumnDef(this=name, constraints=constraints))
 
+        # --- indexes ---------------------------------------------------------------------
+        def _parse_index_def(self, name: exp.Expr | None = None, exists: bool = False) -> exp.Expr:
+            """The rest of an index definition (after `INDEX`, or after `CREATE INDEX n ON t`)."""
+            if name is None:
+                exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
+                name = self._parse_id_var(any_token=False)
+                if name is None:
+                    self.raise_error("Expected an index name")
+            columns = self._parse_wrapped_id_vars()
+            kind = None
+            if self._match(TokenType.USING):
+                if not self._match_texts(("INVERTED", "BITMAP", "NGRAM_BF")):
+                    self.raise_error("Expected INVERTED, BITMAP or NGRAM_BF after USING")
+                kind = self._prev.text.upper()
+            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
+            comment = self._parse_string() if self._match(TokenType.COMMENT) else None
+            return self.expression(
+                IndexDef(
+                    this=name,
+                    expressions=columns,
+                    kind=kind,
+                    properties=properties,
+                    comment=comment,
+                    exists=exists,
+                )
+            )
+
+        def _parse_index_statement(self, verb: str) -> exp.Expr:
+            """`CREATE INDEX [IF NOT EXISTS] n ON t (c) …` / `DROP INDEX [IF EXISTS] n ON t`: the
+            ALTER TABLE t ADD INDEX / DROP INDEX they are in Doris."""
+            if verb == "CREATE":
+                exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
+            else:
+                exists = bool(self._match_text_seq("IF", "EXISTS"))
+            name = self._parse_id_var(any_token=False)
+            if name is None:
+                self.raise_error("Expected an index name")
+            if not self._match(TokenType.ON):
+                self.raise_error(f"Expected ON <table> after {verb} INDEX {name.name}")
+            # [ctl.][db.]t, read by parts: _parse_table_parts would take `t (c)` for a function call.
+            parts = [self._parse_id_var(any_token=False)]
+            while self._match(TokenType.DOT):
+                parts.append(self._parse_id_var(any_token=False))
+            if any(p is None for p in parts) or len(parts) > 3:
+                self.raise_error(f"Expected a table name after {verb} INDEX … ON")
+            parts = [None] * (3 - len(parts)) + parts
+            table = exp.Table(this=parts[2], db=parts[1], catalog=parts[0])
+            if verb == "CREATE":
+                clause: exp.Expr = AddIndexClause(this=self._parse_index_def(name, exists))
+            else:
+                clause = DropIndexClause(this=name, exists=exists)
+            return self.expression(AlterTableClauses(this=table, expressions=[self.expression(clause)]))
+
+        def _parse_constraint(self) -> exp.Expr | None:
+            # `INDEX name (c) USING …` among CREATE TABLE's columns (Doris' indexDef).
+            if self._curr is not None and self._curr.token_type == TokenType.INDEX:
+                self._advance()
+                return self._parse_index_def()
+            return super()._parse_constraint()
+
         def _parse_alter_table_clauses(self) -> exp.Expr | None:
             """`ALTER TABLE t` + Galene's schema-change clauses; None (nothing consumed after the
             table) when the first clause is one sqlglot reads."""
@@ -490,6 +580,15 @@ class Galene(Doris):
                 old = self._parse_id_var()
                 self._match_text_seq("TO")
                 return self.expression(RenameColumnClause(this=old, expression=self._parse_id_var()))
+            if words[:2] == ["ADD", "INDEX"]:
+                self._advance(2)
+                return self.expression(AddIndexClause(this=self._parse_index_def()))
+            if words[:2] == ["DROP", "INDEX"]:
+                self._advance(2)
+                exists = bool(self._match_text_seq("IF", "EXISTS"))
+                return self.expression(
+                    DropIndexClause(this=self._parse_id_var(any_token=False), exists=exists)
+                )
             if words[:2] == ["MODIFY", "COMMENT"]:
                 self._advance(2)
                 return self.expression(ModifyCommentClause(this=self._parse_string()))
@@ -1021,6 +1120,21 @@ class Galene(Doris):
                 f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}"
             ),
             ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
+            IndexDef: lambda self, e: (
+                f"INDEX {'IF NOT EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
+                f" ({self.expressions(e, flat=True)})"
+                + (f" USING {e.args['kind']}" if e.args.get("kind") else "")
+                + (
+                    f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
+                    if _property_pairs(e)
+                    else ""
+                )
+                + (f" COMMENT {self.sql(e, 'comment')}" if e.args.get("comment") is not None else "")
+            ),
+            AddIndexClause: lambda self, e: f"ADD {self.sql(e, 'this')}",
+            DropIndexClause: lambda self, e: (
+                f"DROP INDEX {'IF EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
+            ),
             ReplaceWithTableClause: lambda self, e: (
                 f"REPLACE WITH TABLE {self.sql(e, 'this')}"
                 + (

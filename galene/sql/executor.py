@@ -30,7 +30,7 @@ from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines, view_definition
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
-from galene.sql import show
+from galene.sql import show, source_types
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.like import like_match
@@ -242,9 +242,14 @@ class SqlExecutor:
                 raise AnalysisError(f"Duplicate column name '{n}'")
             seen.add(n.lower())
         comments = dict(s.columns)
+        # Doris' view columns are typed by the plan: a column read unchanged keeps its table's
+        # type (VARCHAR(10), not the engine's string).
+        types = source_types.refine(
+            [from_spark_type_name(t) for _, t in schema],
+            source_types.source_column_types(s.query, functools.partial(self._source_columns, db_name)),
+        )
         columns = [
-            Column(name=n, type=from_spark_type_name(t), comment=comments.get(n, ""))
-            for n, (_, t) in zip(names, schema, strict=True)
+            Column(name=n, type=t, comment=comments.get(n, "")) for n, t in zip(names, types, strict=True)
         ]
         definition = qualify_table_names(s.query_sql, ctx.database or db_name)
         db = self.fe.catalog.db(db_name)
@@ -274,6 +279,17 @@ class SqlExecutor:
             )
         )
         return StatementResult()
+
+    def _source_columns(self, default_db: str, db: str | None, name: str) -> list | None:
+        """A catalog table's or view's columns (for source_types), None when there is none."""
+        db_name = db or default_db
+        if infoschema.is_schema(db_name):
+            return None
+        try:
+            view = self.fe.catalog.view(db_name, name)
+            return view.columns if view is not None else self.fe.catalog.table(db_name, name).columns
+        except GaleneError:
+            return None
 
     async def _do_DropView(self, s, ctx):
         await self._blocking(self.fe.catalog.drop_view, self._db_name(s.db, ctx), s.name, s.if_exists)
@@ -589,9 +605,9 @@ class SqlExecutor:
         return StatementResult(columns=[ResultColumn(n, t) for n, t in infoschema.TABLE_STATUS_COLUMNS], rows=rows)
 
     async def _do_ShowIndex(self, s, ctx):
-        # Doris lists inverted/bitmap/ngram indexes only; Galene tables have none.
-        self._table_or_schema(s.db, s.table, ctx)
-        return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=[])
+        # Doris lists the inverted/bitmap/ngram_bf indexes (none for views and system tables).
+        table = self._table_or_schema(s.db, s.table, ctx)
+        return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=show.index_rows(table))
 
     async def _do_ShowPartitions(self, s, ctx):
         _, table = self._table(s.db, s.table, ctx)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from galene.catalog.model import Column, Partition, Table
+from galene.catalog.model import Column, Index, Partition, Table
 from galene.sql.ddl import bound_sort_key
 from galene.sql.dialect import Galene
 
@@ -109,11 +109,38 @@ def _partition_order(table: Table) -> list[Partition]:
     return sorted(table.partitions, key=lambda p: bound_sort_key(p.range_lower, columns, False))
 
 
+def index_properties_sql(index: Index) -> str:
+    """An index's properties as Doris prints them (Index.getPropertiesString): `("k" = "v")`."""
+    if not index.properties:
+        return ""
+    return (
+        "(" + ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in index.properties.items()) + ")"
+    )
+
+
+def _index_sql(index: Index) -> str:
+    cols = ",".join(quote_ident(c) for c in index.columns)
+    text = f"  INDEX {index.name} ({cols}) USING {index.index_type}"
+    if index.properties:
+        text += f" PROPERTIES{index_properties_sql(index)}"
+    return text + " COMMENT " + quote_string(index.comment, "'")
+
+
+def index_rows(table: Table) -> list[tuple]:
+    """SHOW INDEX rows (Doris' ShowIndexCommand: one row per index, columns joined by ',')."""
+    return [
+        (table.name, "", i.name, "", ",".join(i.columns), "", "", "", "", "", i.index_type, i.comment,
+         index_properties_sql(i))
+        for i in table.indexes
+    ]  # fmt: skip
+
+
 def show_create_table(table: Table, db_name: str | None = None) -> str:
     """The SHOW CREATE TABLE text. Doris prints the bare table name; `db_name` is not part
     of the text and is accepted so callers need not special-case it."""
     lines = [f"CREATE TABLE {quote_ident(table.name)} ("]
     columns = [_column_sql(c) for c in table.visible_columns()]
+    columns += [_index_sql(i) for i in table.indexes]
     lines.append(",\n".join(columns))
     lines.append(") ENGINE=OLAP")
     lines.append(f"{_KEYS_SQL[table.keys_type]}({', '.join(quote_ident(k) for k in table.key_columns)})")

@@ -20,12 +20,14 @@ from sqlglot.tokens import TokenType
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
 from galene.sql.dialect import AccountStatement as AccountStatementNode
 from galene.sql.dialect import AddColumnsClause as AddColumnsNode
+from galene.sql.dialect import AddIndexClause as AddIndexNode
 from galene.sql.dialect import AdminCompact as AdminCompactNode
 from galene.sql.dialect import AlterJob as AlterJobNode
 from galene.sql.dialect import AlterSystem, AlterTableClauses, DescribeAll, Galene, LabeledInsertTarget
 from galene.sql.dialect import CreateJob as CreateJobNode
 from galene.sql.dialect import CreateMaterializedView as CreateMaterializedViewNode
 from galene.sql.dialect import DropColumnClause as DropColumnNode
+from galene.sql.dialect import DropIndexClause as DropIndexNode
 from galene.sql.dialect import JobControl as JobControlNode
 from galene.sql.dialect import ModifyColumnClause as ModifyColumnNode
 from galene.sql.dialect import ModifyCommentClause as ModifyCommentNode
@@ -355,8 +357,23 @@ class ModifyTableComment:
 
 
 @dataclass
+class AddIndex:
+    """ADD INDEX / CREATE INDEX: `index` is the parsed IndexDef (galene.sql.ddl checks it)."""
+
+    index: exp.Expr
+    if_not_exists: bool = False
+
+
+@dataclass
+class DropIndex:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
 class AlterTableColumns(Statement):
-    """ALTER TABLE t ADD/DROP/MODIFY/RENAME COLUMN …, MODIFY COMMENT '…' (clauses in order)."""
+    """ALTER TABLE t ADD/DROP/MODIFY/RENAME COLUMN …, MODIFY COMMENT '…', ADD/DROP INDEX (clauses in
+    order; CREATE INDEX … ON t and DROP INDEX … ON t are these too, as in Doris)."""
 
     db: str | None
     table: str
@@ -1084,6 +1101,10 @@ def _classify_alter_table_clauses(node: AlterTableClauses, sql: str) -> Statemen
             actions.append(RenameColumn(old=c.this.name, new=c.expression.name))
         elif isinstance(c, ModifyCommentNode):
             actions.append(ModifyTableComment(comment=c.this.name if c.this is not None else ""))
+        elif isinstance(c, AddIndexNode):
+            actions.append(AddIndex(index=c.this, if_not_exists=bool(c.this.args.get("exists"))))
+        elif isinstance(c, DropIndexNode):
+            actions.append(DropIndex(name=c.this.name, if_exists=bool(c.args.get("exists"))))
     return AlterTableColumns(db=db, table=table, actions=actions, sql=sql)
 
 

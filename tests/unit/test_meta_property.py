@@ -160,10 +160,13 @@ class MetaStoreMachine(RuleBasedStateMachine):
 
     # --- schema objects: schema change, REPLACE WITH TABLE, views, MV refreshes ----------------
     @precondition(lambda self: self.state.tables)
-    @rule(data=st.data(), new_col=names, ctype=column_types, comment=text, storage=st.booleans(), t=times)
-    def alter_table(self, data, new_col, ctype, comment, storage, t):
+    @rule(
+        data=st.data(), new_col=names, ctype=column_types, comment=text, storage=st.booleans(), t=times,
+        index=st.booleans(),
+    )  # fmt: skip
+    def alter_table(self, data, new_col, ctype, comment, storage, t, index):
         """ADD COLUMN (storage: a new schema version, the old columns to the history) or a
-        comment-only change (same version)."""
+        comment-only change (same version); `index`: an ADD INDEX on the first column with it."""
         table = self.pick_table(data)
         columns = with_column_ids(table.columns)
         previous = None
@@ -185,6 +188,12 @@ class MetaStoreMachine(RuleBasedStateMachine):
                 schema_version=version,
                 previous_columns=previous,
                 time=t,
+                indexes=[
+                    *table.indexes,
+                    model.Index(name=f"idx_{len(table.indexes)}", columns=[columns[0].name], comment=comment),
+                ]
+                if index
+                else None,
             )
         )
 

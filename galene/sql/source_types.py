@@ -1,0 +1,92 @@
+"""The Doris types of a query's output columns that are plain references to a table's columns.
+
+The engine reports Spark types (`string`, `decimal(38,0)`, `timestamp`), which lose what Doris
+keeps: VARCHAR(10) and CHAR lengths, TEXT vs VARCHAR, LARGEINT, JSON, DATETIME precision. A view
+defined as `SELECT k, s FROM t` has, in Doris, the columns of `t` with their types; DESC,
+SHOW COLUMNS and information_schema.COLUMNS (what SQLAlchemy, BI tools and dbt read) show them.
+Any other output column (an expression, an aggregate) keeps the type the engine reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from galene.catalog.model import Column
+from galene.common.types import ColumnType
+
+# The engine-side family of each Doris type: a source column's type is used only when the
+# engine's type for the output is of the same family (a cast in between would change it).
+_FAMILY = {"VARCHAR": "STRING", "CHAR": "STRING", "JSON": "STRING", "LARGEINT": "DECIMAL"}
+
+Lookup = Callable[[str | None, str], list[Column] | None]
+
+
+def _family(t: ColumnType) -> str:
+    return _FAMILY.get(t.name, t.name)
+
+
+def _sources(select: exp.Select, lookup: Lookup) -> list[tuple[str, list[Column]]] | None:
+    """(name or alias, visible columns) of each table the SELECT reads; None when one of them
+    is not a catalog table or view (a subquery, a table function, a CTE)."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        return None
+    nodes = [from_.this, *(j.this for j in select.args.get("joins") or [])]
+    out = []
+    for node in nodes:
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            return None
+        columns = lookup(node.text("db") or None, node.name)
+        if columns is None:
+            return None
+        out.append((node.alias_or_name, [c for c in columns if not c.hidden]))
+    return out
+
+
+def _resolve(column: exp.Column, sources: list[tuple[str, list[Column]]]) -> Column | None:
+    qualifier = column.table
+    found = [
+        c
+        for name, cols in sources
+        if not qualifier or name.lower() == qualifier.lower()
+        for c in cols
+        if c.name.lower() == column.name.lower()
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def source_column_types(query: exp.Expr, lookup: Lookup) -> list[ColumnType | None]:
+    """Per output column of `query`, the type of the table column it reads unchanged, or None
+    (an expression, or a query shape this does not follow). `lookup(db, name)` gives a table's or
+    view's columns, or None when there is no such catalog object."""
+    if not isinstance(query, exp.Select) or query.args.get("with_") or query.args.get("with"):
+        return []
+    sources = _sources(query, lookup)
+    if sources is None:
+        return []
+    out: list[ColumnType | None] = []
+    for projection in query.expressions:
+        node = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(node, exp.Star):
+            out.extend(c.type for _, cols in sources for c in cols)
+        elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+            out.extend(c.type for name, cols in sources if name.lower() == node.table.lower() for c in cols)
+        elif isinstance(node, exp.Column):
+            col = _resolve(node, sources)
+            out.append(col.type if col is not None else None)
+        else:
+            out.append(None)
+    return out
+
+
+def refine(engine_types: list[ColumnType], sources: list[ColumnType | None]) -> list[ColumnType]:
+    """The engine's output types, each replaced by its source column's type where that is a
+    plain reference of the same family."""
+    if len(sources) != len(engine_types):
+        return engine_types
+    return [
+        s if s is not None and _family(s) == _family(e) else e
+        for e, s in zip(engine_types, sources, strict=True)
+    ]
