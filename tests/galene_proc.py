@@ -200,9 +200,14 @@ class GaleneProcess:
             return list(cur.fetchall())
 
     def data_files(self) -> set[str]:
-        """Every file under the storage root (rowset data), as paths."""
+        """Every file of the tables' rowsets under the storage root, as paths. The BE's write
+        canary (galene/be/health.py, db id 0) writes and deletes a probe rowset under data/0
+        every few seconds: not table data, so not listed."""
         out: set[str] = set()
-        for dirpath, _, files in os.walk(self.data_dir / "storage" / "data"):
+        root = self.data_dir / "storage" / "data"
+        for dirpath, dirnames, files in os.walk(root):
+            if Path(dirpath) == root and "0" in dirnames:
+                dirnames.remove("0")
             out.update(os.path.join(dirpath, f) for f in files)
         return out
 
