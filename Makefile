@@ -38,8 +38,11 @@ tools:
 run: check-java $(STAMP)
 	$(VENV)/bin/galene start $(ARGS)
 
+# Two pytest-xdist workers: most of a test's time is spent waiting on the processes it starts, so
+# two of them overlap well on a 2-core box. Each module runs whole on one worker (conftest.py).
+TEST_WORKERS ?= 2
 test: check-java $(STAMP) tools
-	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check galene tests

@@ -23,6 +23,28 @@ def pytest_addoption(parser):
     )
 
 
+# Modules that use machine-wide resources run in one pytest-xdist worker, one after another:
+# SeaweedFS always binds its admin ports 23646/33646, and the namespace tests add routes, qdiscs
+# and iptables rules that must not meet another module's.
+_EXCLUSIVE_MODULES = {
+    "tests.integration.test_streaming_jobs",
+    "tests.integration.test_streaming_jobs_faults",
+    "tests.integration.test_cluster_faults",
+    "tests.unit.test_net",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under `-n N --dist loadgroup` every module is one group (its module-scoped nodes start
+    once), and the machine-wide ones share one group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("exclusive" if module in _EXCLUSIVE_MODULES else module))
+
+
 def pytest_configure(config):
     # The harness (tests/galene_proc.py) reads GALENE_ENGINE, so processes started outside
     # fixtures follow the option too.

@@ -27,15 +27,29 @@ ROOT = Path(__file__).resolve().parents[1]
 # Ports handed to servers come from below the kernel's ephemeral range: a port the kernel picked
 # for `bind(0)` can be given again to any outgoing connection (a Spark JVM, an HTTP client) in the
 # moment before the server binds it, which failed CI once with EADDRINUSE.
-_PORT_RANGE = (20000, 32000)
+# SeaweedFS takes 20000-22000 and those + 10000 (tests/s3_server.py). Parallel pytest workers
+# (pytest-xdist) each draw from a slice of their own, so no two workers race for one port.
+_PORT_RANGE = (22000, 30000)
 _handed_out: set[int] = set()
+
+
+def worker_slice(lo: int, hi: int) -> tuple[int, int]:
+    """This test process's share of [lo, hi): all of it, or one slice per pytest-xdist worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count <= 1:
+        return lo, hi
+    index = int(worker[2:]) % count
+    span = (hi - lo) // count
+    return lo + index * span, lo + (index + 1) * span
 
 
 def free_port() -> int:
     """A loopback TCP port nobody listens on, outside the ephemeral range, never handed out twice."""
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    lo, hi = worker_slice(*_PORT_RANGE)
     for _ in range(1000):
-        port = rng.randrange(*_PORT_RANGE)
+        port = rng.randrange(lo, hi)
         if port in _handed_out:
             continue
         with socket.socket() as s:
@@ -45,7 +59,7 @@ def free_port() -> int:
                 continue
         _handed_out.add(port)
         return port
-    raise RuntimeError(f"no free port in {_PORT_RANGE}")
+    raise RuntimeError(f"no free port in {(lo, hi)}")
 
 
 def auth_header(user: str = "root", password: str = "") -> dict[str, str]:

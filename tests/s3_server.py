@@ -50,8 +50,9 @@ def _bindable(host: str, port: int) -> bool:
 def _port_pair() -> int:
     """A port p with p and p + 10000 free on loopback (SeaweedFS takes both)."""
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    lo, hi = galene_proc.worker_slice(20000, 22000)
     for _ in range(2000):
-        p = rng.randrange(20000, 22000)
+        p = rng.randrange(lo, hi)
         if p in galene_proc._handed_out or p + _GRPC_OFFSET in galene_proc._handed_out:
             continue
         if _bindable("127.0.0.1", p) and _bindable("127.0.0.1", p + _GRPC_OFFSET):
