@@ -42,7 +42,7 @@ run: check-java $(STAMP)
 # two of them overlap well on a 2-core box. Each module runs whole on one worker (conftest.py).
 TEST_WORKERS ?= 2
 test: check-java $(STAMP) tools
-	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check galene tests

@@ -23,26 +23,31 @@ def pytest_addoption(parser):
     )
 
 
-# Modules that use machine-wide resources run in one pytest-xdist worker, one after another:
+# Files that use machine-wide resources run in one pytest-xdist worker, one after another:
 # SeaweedFS always binds its admin ports 23646/33646, and the namespace tests add routes, qdiscs
 # and iptables rules that must not meet another module's.
-_EXCLUSIVE_MODULES = {
-    "tests.integration.test_streaming_jobs",
-    "tests.integration.test_streaming_jobs_faults",
-    "tests.integration.test_cluster_faults",
-    "tests.unit.test_net",
+_EXCLUSIVE_FILES = {
+    "tests/integration/test_streaming_jobs.py",
+    "tests/integration/test_streaming_jobs_faults.py",
+    "tests/integration/test_cluster_faults.py",
+    "tests/unit/test_net.py",
 }
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under `-n N --dist loadgroup` every module is one group (its module-scoped nodes start
-    once), and the machine-wide ones share one group."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        module = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("exclusive" if module in _EXCLUSIVE_MODULES else module))
+def pytest_xdist_make_scheduler(config, log):
+    """Under `make test`'s `-n N`, each test file runs whole on one worker (its module-scoped
+    nodes start once, its tests keep their order), and the machine-wide files share one
+    worker. (xdist's own `loadgroup` marks cannot do this under pytest 9.2, whose node ids no
+    longer come from the attribute xdist rewrites.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "machine-wide" if path in _EXCLUSIVE_FILES else path
+
+    return FileScheduling(config, log)
 
 
 def pytest_configure(config):
