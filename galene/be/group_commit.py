@@ -63,11 +63,13 @@ from galene.be.stream_load import (
 from galene.be.wal import (
     WalFile,
     WalWriter,
+    encode_parts,
     list_wal_files,
     wal_dir,
     wal_file_name,
     wal_rows,
 )
+from galene.be.wal_replica import ReplicaSet
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight
@@ -214,6 +216,11 @@ class Group:
     lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
     flushing: bool = False  # its flush took the entries: later lane rows are not loaded
     max_bytes: int = DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
+    # replication_num > 1 (be/wal_replica.py): each WAL record also goes to peer BEs, loads
+    # skip the SmallLoadLane, and the flush commits the rows of the loads that were answered
+    # Success from memory (a load that missed its quorum is in the local WAL but not loaded).
+    replicated: bool = False
+    replicas: ReplicaSet | None = None
 
     def lane_answered_cb(self, _answer: asyncio.Future) -> None:
         self.lane_answered()
@@ -425,7 +432,7 @@ class SmallLoadLane:
 
     async def submit(
         self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
-    ) -> LaneOutcome:
+    ) -> LaneOutcome | None:
         manager = self.manager
         worker = manager.worker
         if not worker.running():
@@ -433,6 +440,8 @@ class SmallLoadLane:
         queue = manager.queue(table)
         in_wal = async_mode and manager.wal_has_room(len(body))
         group = await queue.open_group(table)
+        if group.replicated:
+            return None  # its WAL records go to peers too: the load takes the general path
         # Joined: the group's flush now waits for this load's answer (no await before this).
         group.lane_pending += 1
         try:
@@ -636,12 +645,14 @@ class GroupCommitManager:
                 t_read = time.monotonic()
                 body = await self._small_body(request, table, client_label)
                 key = batch_key(table, opts, body) if body is not None else None
-                if key is not None:
+                outcome = None
+                if key is not None and self.be.wal_replicas.replicas_for(table) <= 1:
                     # The common case of logging/IoT clients: many small unlabelled CSV loads,
                     # parsed, enrolled and written to the WAL a batch at a time (SmallLoadLane).
                     assert body is not None
                     stage = "joining a group, parsing and writing the WAL"
                     outcome = await self.lane.submit(key, table, opts, body, mode == "async_mode")
+                if outcome is not None:
                     reply.load_bytes = len(body)
                     reply.read_data_time_ms = int((outcome.answered_at - t_read) * 1000)
                     if outcome.counts is not None:
@@ -734,7 +745,7 @@ class GroupCommitManager:
                         durable = True
                     finally:
                         entry.ready.set_result(durable)
-                    if entry.in_wal:  # the flush reads them from the WAL file
+                    if entry.in_wal and not group.replicated:  # the flush reads them from the WAL file
                         entry.data = entry.data.slice(0, 0)
                     reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
 
@@ -857,6 +868,7 @@ class GroupCommitManager:
             wal_id=self._next_wal_id(),
         )
         group.done = asyncio.get_running_loop().create_future()
+        group.replicated = self.be.wal_replicas.replicas_for(table) > 1
         await self._begin(group)
         group.begun_at = time.monotonic()
         if with_wal:
@@ -889,7 +901,22 @@ class GroupCommitManager:
         """Append the entries' rows to the group's WAL; returns once they are fsynced."""
         if group.wal is None:
             group.wal = self._wal_writer(group)
-        await group.wal.append_rows(group.label, [(e.sub_label, e.data) for e in entries])
+        parts = [(e.sub_label, e.data) for e in entries]
+        if not group.replicated:
+            await group.wal.append_rows(group.label, parts)
+            return
+        if group.replicas is None and not group.closed:
+            group.replicas = self.be.wal_replicas.new_set(group, group.table)
+        if group.replicas is None:
+            await group.wal.append_rows(group.label, parts)
+            return
+        record = encode_parts(group.label, parts)
+        results = await asyncio.gather(
+            group.wal.append_rows(group.label, parts), group.replicas.append(record), return_exceptions=True
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     def _wal_writer(self, group: Group, spare: bool = False) -> RemoteWalWriter:
         path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
@@ -925,6 +952,9 @@ class GroupCommitManager:
         raise LoadError(body.get("message", "label reservation failed"))
 
     def delete_wal(self, group: Group) -> None:
+        if group.replicas is not None:  # committed (or never will be): peers drop their copies
+            self.be.wal_replicas.release(group, group.replicas)
+            group.replicas = None
         if group.wal is not None:
             self.wal_bytes = max(0, self.wal_bytes - group.wal.size)
             group.wal.delete()
@@ -935,6 +965,8 @@ class GroupCommitManager:
         acknowledged async load, in append order), then the entries kept in memory (sync
         loads, in arrival order). WAL rows of a client label whose load failed after its
         append (the label was taken meanwhile) are left out."""
+        if group.replicated:
+            return list(entries)
         out: list[Entry] = []
         if group.wal is not None:
             labels = {e.sub_label for e in entries if e.in_wal and e.sub_label is not None}
