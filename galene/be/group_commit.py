@@ -216,11 +216,15 @@ class Group:
     lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
     flushing: bool = False  # its flush took the entries: later lane rows are not loaded
     max_bytes: int = DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
-    # replication_num > 1 (be/wal_replica.py): each WAL record also goes to peer BEs, loads
-    # skip the SmallLoadLane, and the flush commits the rows of the loads that were answered
-    # Success from memory (a load that missed its quorum is in the local WAL but not loaded).
+    # replication_num > 1 (be/wal_replica.py): each WAL record also goes to peer BEs, and
+    # the flush commits from memory the rows of the loads whose records reached a quorum (a
+    # load that missed it may be in the local WAL but is not loaded). Lane loads of such a
+    # group come back from the worker as rows (as sync_mode's do); each parse's rows are made
+    # durable as one record here, and `lane_durable` is the latest of those writes (each one
+    # waits for the one before, so a load answered after it is durable).
     replicated: bool = False
     replicas: ReplicaSet | None = None
+    lane_durable: asyncio.Future | None = None
 
     def lane_answered_cb(self, _answer: asyncio.Future) -> None:
         self.lane_answered()
@@ -432,7 +436,7 @@ class SmallLoadLane:
 
     async def submit(
         self, key: tuple, table: Table, opts: LoadOptions, body: bytes, async_mode: bool
-    ) -> LaneOutcome | None:
+    ) -> LaneOutcome:
         manager = self.manager
         worker = manager.worker
         if not worker.running():
@@ -440,12 +444,10 @@ class SmallLoadLane:
         queue = manager.queue(table)
         in_wal = async_mode and manager.wal_has_room(len(body))
         group = await queue.open_group(table)
-        if group.replicated:
-            return None  # its WAL records go to peers too: the load takes the general path
         # Joined: the group's flush now waits for this load's answer (no await before this).
         group.lane_pending += 1
         try:
-            if in_wal:
+            if in_wal and not group.replicated:
                 if group.wal is None:
                     group.wal = manager._wal_writer(group)
                 target = str(group.wal.final_path)
@@ -465,6 +467,11 @@ class SmallLoadLane:
             status, total, filtered, unselected, loaded, errors = await answer
         except IngestWorkerError as e:
             return LaneOutcome(answered_at=time.monotonic(), error=e)
+        if group.replicated and status is None and group.lane_durable is not None:
+            try:  # its rows (which came ahead of this answer) are in a quorum of WAL copies
+                await asyncio.shield(group.lane_durable)
+            except (GaleneError, OSError) as e:
+                return LaneOutcome(answered_at=time.monotonic(), error=e)
         out = LaneOutcome(
             answered_at=time.monotonic(),
             counts=LaneAnswer(total, filtered, unselected, loaded),
@@ -482,10 +489,34 @@ class SmallLoadLane:
         """The worker's notice: the rows of memory loads of group `label` (one parse's worth),
         sent ahead of those loads' answers."""
         group = self._memory_groups.get(label)
-        if group is not None and not group.flushing:
+        if group is None or group.flushing:
+            return
+        if not group.replicated:
             group.entries.append(
                 Entry(data=rows, sub_label=None, in_wal=False, ready=_done_future(True), nbytes=0)
             )
+            return
+        entry = Entry(
+            data=rows, sub_label=None, in_wal=True, ready=asyncio.get_running_loop().create_future(), nbytes=0
+        )
+        group.entries.append(entry)
+        task = self.manager.spawn(
+            self._make_durable(group, entry, group.lane_durable), "group-commit-wal-copies"
+        )
+        task.add_done_callback(_retrieve)
+        group.lane_durable = task
+
+    async def _make_durable(self, group: Group, entry: Entry, before: asyncio.Future | None) -> None:
+        """Write one parse's rows of a replicated group to its WAL and its copies; raises (for
+        the loads waiting on it) if they, or the rows before them, did not reach a quorum."""
+        durable = False
+        try:
+            await self.manager.append_wal(group, [entry])
+            durable = True
+        finally:
+            entry.ready.set_result(durable)
+            if before is not None:
+                await asyncio.shield(before)
 
     def forget(self, group: Group) -> None:
         self._memory_groups.pop(group.label, None)
@@ -645,14 +676,12 @@ class GroupCommitManager:
                 t_read = time.monotonic()
                 body = await self._small_body(request, table, client_label)
                 key = batch_key(table, opts, body) if body is not None else None
-                outcome = None
-                if key is not None and self.be.wal_replicas.replicas_for(table) <= 1:
+                if key is not None:
                     # The common case of logging/IoT clients: many small unlabelled CSV loads,
                     # parsed, enrolled and written to the WAL a batch at a time (SmallLoadLane).
                     assert body is not None
                     stage = "joining a group, parsing and writing the WAL"
                     outcome = await self.lane.submit(key, table, opts, body, mode == "async_mode")
-                if outcome is not None:
                     reply.load_bytes = len(body)
                     reply.read_data_time_ms = int((outcome.answered_at - t_read) * 1000)
                     if outcome.counts is not None:
