@@ -182,9 +182,9 @@ class BeServer:
     async def stop(self) -> None:
         await self.health.stop()
         await self.forwarder.close()
-        await self.wal_replicas.stop()
         if self.group_commit is not None:
             await self.group_commit.stop()
+        await self.wal_replicas.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         if self.rpc is not None:

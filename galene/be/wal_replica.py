@@ -111,7 +111,7 @@ class ReplicaSet:
             return False
         peer = _Peer(self.candidates.pop(0))
         self.peers.append(peer)
-        peer.task = asyncio.ensure_future(self._sender(peer))
+        peer.task = self.store.spawn(self._sender(peer))
         return True
 
     def live(self) -> list[_Peer]:
@@ -234,6 +234,15 @@ class ReplicaStore:
         self._sizes: dict[str, int] = {}
         self._task: asyncio.Task | None = None
         self._replaying: set[str] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    def spawn(self, coro) -> asyncio.Task:
+        """A background task of this store (cancelled at stop)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
 
     @property
     def rpc(self) -> RpcClient:
@@ -252,9 +261,10 @@ class ReplicaStore:
         self._task = asyncio.ensure_future(self._sweep_loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        tasks = [t for t in (self._task, *self._tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._rpc is not None:
             await self._rpc.close()
 
@@ -285,8 +295,7 @@ class ReplicaStore:
         """The group is committed: stop sending and tell its peers to drop their copies."""
         addrs = replicas.close()
         for addr in addrs:
-            task = asyncio.ensure_future(self._tell_drop(addr, group.label))
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self.spawn(self._tell_drop(addr, group.label))
 
     async def _tell_drop(self, addr: str, label: str) -> None:
         try:
@@ -421,8 +430,7 @@ class ReplicaStore:
                 await self._delete(f)
             elif verdict == "TAKEOVER":
                 self._replaying.add(str(f.path))
-                task = asyncio.ensure_future(self._take_over(f))
-                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                self.spawn(self._take_over(f))
 
     async def _take_over(self, f: ReplicaFile) -> None:
         """Replay a dead owner's group from this copy and commit it under its label."""

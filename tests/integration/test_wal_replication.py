@@ -10,7 +10,9 @@ which owns their groups and copies each WAL record to the two others:
   rows of those failed loads never become visible;
 * the owner SIGKILLed and its data directory deleted while its group is open: the FE has a
   holder of a copy replay and commit the group under its label; every acknowledged row is
-  visible exactly once, and the holders drop their copies afterwards.
+  visible exactly once, and the holders drop their copies afterwards;
+* an owner SIGKILLed and restarted with its WAL replays its group while a holder may take it
+  over: loaded once.
 """
 
 from __future__ import annotations
@@ -195,3 +197,25 @@ def test_owner_killed_and_its_data_deleted_loses_no_acknowledged_row(env):
     assert not any(_copies(be) for be in c.bes[1:])
     time.sleep(1)
     assert _counts(c, "k") == counts  # and nothing was loaded twice meanwhile
+
+
+def test_owner_killed_and_restarted_with_its_wal_loads_once(env):
+    """The owner comes back with its WAL (a new start time): it replays its group while a
+    holder of a copy may take it over too; the group's label lets one of them load it."""
+    c = env
+    owner = c.bes[1]  # BE 0 is gone (previous test): a member that is down, dropped as a peer
+    ids = list(range(1001, 1031))
+    answers = _parallel(lambda i: _load(owner, "k", f"{i},re\n".encode()), ids)
+    assert all(reply["Status"] == "Success" for reply, _ in answers), answers
+    assert _copies(c.bes[2]), "no WAL copy on the live peer"
+    owner.kill()
+    owner.start()
+    counts = _wait_rows(c, "k", set(ids), timeout=120)
+    assert all(counts.get(i) == 1 for i in ids), {i: counts.get(i) for i in ids}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _copies(c.bes[2]):
+        time.sleep(0.5)
+    assert not _copies(c.bes[2])
+    time.sleep(2)
+    later = _counts(c, "k")
+    assert all(later.get(i) == 1 for i in ids), later
