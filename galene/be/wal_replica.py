@@ -50,6 +50,11 @@ from galene.net.deadline import DeadlineExceeded
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 1.0
+# One append call carries records up to about this many bytes (a replacement catching up on a
+# large group sends it in several calls); a single record is always sent whole.
+CALL_BYTES = 8 << 20
+# What a holder accepts in one call (a record is at most ~256 MiB: wal.MAX_GROUPED_RECORD_BYTES).
+MAX_CALL_BYTES = 512 << 20
 _ALLOC = re.compile(r"tag\.location\.[^:]+:\s*(\d+)")
 
 
@@ -164,7 +169,12 @@ class ReplicaSet:
                     peer.wake.clear()
                     await peer.wake.wait()
                     continue
-                upto = len(self.log)
+                upto, size = peer.records, 0
+                while upto < len(self.log) and (
+                    upto == peer.records or size + len(self.log[upto]) <= CALL_BYTES
+                ):
+                    size += len(self.log[upto])
+                    upto += 1
                 body = b"".join(self.log[peer.records : upto])
                 params = {
                     "owner": str(store.be.backend_id),
@@ -330,7 +340,15 @@ class ReplicaStore:
             offset = int(q["offset"])
         except (KeyError, ValueError) as e:
             return web.json_response({"status": "ERROR", "message": f"bad request: {e}"}, status=400)
-        body = await request.read()
+        # Read here, not with request.read(): aiohttp caps that at 1 MiB.
+        buf = bytearray()
+        async for chunk in request.content.iter_chunked(1 << 20):
+            buf += chunk
+            if len(buf) > MAX_CALL_BYTES:
+                return web.json_response(
+                    {"status": "ERROR", "message": "WAL copy call too large"}, status=413
+                )
+        body = bytes(buf)
         key = str(path)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:

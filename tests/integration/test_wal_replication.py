@@ -138,6 +138,22 @@ def test_one_peer_stopped_loads_succeed_with_two_copies(env):
     _wait_alive(c, 3)
 
 
+def test_a_load_over_a_mebibyte_is_replicated(env):
+    """One record of several MiB goes to the peers in one call (aiohttp's 1 MiB body cap is
+    not the holder's)."""
+    c = env
+    body = "".join(f"{i},big\n" for i in range(100_000, 300_000)).encode()
+    assert len(body) > 2 << 20
+    reply, _ = _load(c.bes[0], "t", body)
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 200_000, reply
+    deadline = time.monotonic() + 60
+    n = 0
+    while time.monotonic() < deadline and n < 200_000:
+        n = c.fe.query("SELECT COUNT(*) FROM r.t WHERE id >= 100000")[0][0]
+        time.sleep(0.5)
+    assert n == 200_000
+
+
 def test_two_peers_stopped_loads_fail_with_doris_text(env):
     c = env
     owner = c.bes[0]
