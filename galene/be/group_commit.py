@@ -447,15 +447,19 @@ class SmallLoadLane:
         # Joined: the group's flush now waits for this load's answer (no await before this).
         group.lane_pending += 1
         try:
-            if in_wal and not group.replicated:
+            if in_wal:
                 if group.wal is None:
                     group.wal = manager._wal_writer(group)
                 target = str(group.wal.final_path)
             else:
                 target = ""
+            if not in_wal or group.replicated:
                 self._memory_groups[group.label] = group
             key_id = worker.parse_key(key, table, opts, manager.be.max_error_rows)
-            answer = worker.request("load", key_id, target, group.label, body)
+            if group.replicated:  # the worker sends the rows back too (to copy them to peers)
+                answer = worker.request("load", key_id, target, group.label, body, True)
+            else:
+                answer = worker.request("load", key_id, target, group.label, body)
         except BaseException:
             group.lane_answered()
             raise
@@ -487,7 +491,8 @@ class SmallLoadLane:
 
     def rows_arrived(self, label: str, rows: pa.Table) -> None:
         """The worker's notice: the rows of memory loads of group `label` (one parse's worth),
-        sent ahead of those loads' answers."""
+        sent ahead of those loads' answers; for a replicated group also the rows of loads it
+        wrote to the WAL (once fsynced), which go to the peers from here."""
         group = self._memory_groups.get(label)
         if group is None or group.flushing:
             return
@@ -507,11 +512,12 @@ class SmallLoadLane:
         group.lane_durable = task
 
     async def _make_durable(self, group: Group, entry: Entry, before: asyncio.Future | None) -> None:
-        """Write one parse's rows of a replicated group to its WAL and its copies; raises (for
-        the loads waiting on it) if they, or the rows before them, did not reach a quorum."""
+        """Copy one parse's rows of a replicated group (in its local WAL already) to its peers;
+        raises (for the loads waiting on it) if they, or the rows before them, did not reach a
+        quorum."""
         durable = False
         try:
-            await self.manager.append_wal(group, [entry])
+            await self.manager.copy_to_replicas(group, [entry])
             durable = True
         finally:
             entry.ready.set_result(durable)
@@ -946,6 +952,14 @@ class GroupCommitManager:
         for r in results:
             if isinstance(r, BaseException):
                 raise r
+
+    async def copy_to_replicas(self, group: Group, entries: list[Entry]) -> None:
+        """Send the entries' rows (in the group's local WAL already) to the group's peers as one
+        record; returns once a quorum of copies is fsynced (at once without peers)."""
+        if group.replicas is None and not group.closed:
+            group.replicas = self.be.wal_replicas.new_set(group, group.table)
+        if group.replicas is not None:
+            await group.replicas.append(encode_parts(group.label, [(e.sub_label, e.data) for e in entries]))
 
     def _wal_writer(self, group: Group, spare: bool = False) -> RemoteWalWriter:
         path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
