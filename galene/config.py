@@ -126,6 +126,9 @@ class Config:
     # loads the data itself) and its deadline for the owner's answer once the body is sent.
     be_forward_connect_timeout_second: int = 3
     be_forward_timeout_second: int = 60
+    # BE: the deadline of one WAL replica call (replication_num > 1); a peer past it is
+    # dropped from the group's replica set and replaced, never waited for again.
+    be_wal_replica_timeout_second: int = 3
     # BE: a group-commit flush's rowset write that takes longer fails that attempt (retried);
     # storage that does not answer never parks a group for good.
     storage_write_timeout_second: int = 300

@@ -63,11 +63,13 @@ from galene.be.stream_load import (
 from galene.be.wal import (
     WalFile,
     WalWriter,
+    encode_parts,
     list_wal_files,
     wal_dir,
     wal_file_name,
     wal_rows,
 )
+from galene.be.wal_replica import ReplicaSet
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight
@@ -214,6 +216,15 @@ class Group:
     lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
     flushing: bool = False  # its flush took the entries: later lane rows are not loaded
     max_bytes: int = DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
+    # replication_num > 1 (be/wal_replica.py): each WAL record also goes to peer BEs, and
+    # the flush commits from memory the rows of the loads whose records reached a quorum (a
+    # load that missed it may be in the local WAL but is not loaded). Lane loads of such a
+    # group come back from the worker as rows (as sync_mode's do); each parse's rows are made
+    # durable as one record here, and `lane_durable` is the latest of those writes (each one
+    # waits for the one before, so a load answered after it is durable).
+    replicated: bool = False
+    replicas: ReplicaSet | None = None
+    lane_durable: asyncio.Future | None = None
 
     def lane_answered_cb(self, _answer: asyncio.Future) -> None:
         self.lane_answered()
@@ -442,9 +453,13 @@ class SmallLoadLane:
                 target = str(group.wal.final_path)
             else:
                 target = ""
+            if not in_wal or group.replicated:
                 self._memory_groups[group.label] = group
             key_id = worker.parse_key(key, table, opts, manager.be.max_error_rows)
-            answer = worker.request("load", key_id, target, group.label, body)
+            if group.replicated:  # the worker sends the rows back too (to copy them to peers)
+                answer = worker.request("load", key_id, target, group.label, body, True)
+            else:
+                answer = worker.request("load", key_id, target, group.label, body)
         except BaseException:
             group.lane_answered()
             raise
@@ -456,6 +471,11 @@ class SmallLoadLane:
             status, total, filtered, unselected, loaded, errors = await answer
         except IngestWorkerError as e:
             return LaneOutcome(answered_at=time.monotonic(), error=e)
+        if group.replicated and status is None and group.lane_durable is not None:
+            try:  # its rows (which came ahead of this answer) are in a quorum of WAL copies
+                await asyncio.shield(group.lane_durable)
+            except (GaleneError, OSError) as e:
+                return LaneOutcome(answered_at=time.monotonic(), error=e)
         out = LaneOutcome(
             answered_at=time.monotonic(),
             counts=LaneAnswer(total, filtered, unselected, loaded),
@@ -471,12 +491,38 @@ class SmallLoadLane:
 
     def rows_arrived(self, label: str, rows: pa.Table) -> None:
         """The worker's notice: the rows of memory loads of group `label` (one parse's worth),
-        sent ahead of those loads' answers."""
+        sent ahead of those loads' answers; for a replicated group also the rows of loads it
+        wrote to the WAL (once fsynced), which go to the peers from here."""
         group = self._memory_groups.get(label)
-        if group is not None and not group.flushing:
+        if group is None or group.flushing:
+            return
+        if not group.replicated:
             group.entries.append(
                 Entry(data=rows, sub_label=None, in_wal=False, ready=_done_future(True), nbytes=0)
             )
+            return
+        entry = Entry(
+            data=rows, sub_label=None, in_wal=True, ready=asyncio.get_running_loop().create_future(), nbytes=0
+        )
+        group.entries.append(entry)
+        task = self.manager.spawn(
+            self._make_durable(group, entry, group.lane_durable), "group-commit-wal-copies"
+        )
+        task.add_done_callback(_retrieve)
+        group.lane_durable = task
+
+    async def _make_durable(self, group: Group, entry: Entry, before: asyncio.Future | None) -> None:
+        """Copy one parse's rows of a replicated group (in its local WAL already) to its peers;
+        raises (for the loads waiting on it) if they, or the rows before them, did not reach a
+        quorum."""
+        durable = False
+        try:
+            await self.manager.copy_to_replicas(group, [entry])
+            durable = True
+        finally:
+            entry.ready.set_result(durable)
+            if before is not None:
+                await asyncio.shield(before)
 
     def forget(self, group: Group) -> None:
         self._memory_groups.pop(group.label, None)
@@ -734,7 +780,7 @@ class GroupCommitManager:
                         durable = True
                     finally:
                         entry.ready.set_result(durable)
-                    if entry.in_wal:  # the flush reads them from the WAL file
+                    if entry.in_wal and not group.replicated:  # the flush reads them from the WAL file
                         entry.data = entry.data.slice(0, 0)
                     reply.write_data_time_ms = int((time.monotonic() - t_write) * 1000)
 
@@ -857,6 +903,7 @@ class GroupCommitManager:
             wal_id=self._next_wal_id(),
         )
         group.done = asyncio.get_running_loop().create_future()
+        group.replicated = self.be.wal_replicas.replicas_for(table) > 1
         await self._begin(group)
         group.begun_at = time.monotonic()
         if with_wal:
@@ -889,7 +936,30 @@ class GroupCommitManager:
         """Append the entries' rows to the group's WAL; returns once they are fsynced."""
         if group.wal is None:
             group.wal = self._wal_writer(group)
-        await group.wal.append_rows(group.label, [(e.sub_label, e.data) for e in entries])
+        parts = [(e.sub_label, e.data) for e in entries]
+        if not group.replicated:
+            await group.wal.append_rows(group.label, parts)
+            return
+        if group.replicas is None and not group.closed:
+            group.replicas = self.be.wal_replicas.new_set(group, group.table)
+        if group.replicas is None:
+            await group.wal.append_rows(group.label, parts)
+            return
+        record = encode_parts(group.label, parts)
+        results = await asyncio.gather(
+            group.wal.append_rows(group.label, parts), group.replicas.append(record), return_exceptions=True
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    async def copy_to_replicas(self, group: Group, entries: list[Entry]) -> None:
+        """Send the entries' rows (in the group's local WAL already) to the group's peers as one
+        record; returns once a quorum of copies is fsynced (at once without peers)."""
+        if group.replicas is None and not group.closed:
+            group.replicas = self.be.wal_replicas.new_set(group, group.table)
+        if group.replicas is not None:
+            await group.replicas.append(encode_parts(group.label, [(e.sub_label, e.data) for e in entries]))
 
     def _wal_writer(self, group: Group, spare: bool = False) -> RemoteWalWriter:
         path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
@@ -925,6 +995,9 @@ class GroupCommitManager:
         raise LoadError(body.get("message", "label reservation failed"))
 
     def delete_wal(self, group: Group) -> None:
+        if group.replicas is not None:  # committed (or never will be): peers drop their copies
+            self.be.wal_replicas.release(group, group.replicas)
+            group.replicas = None
         if group.wal is not None:
             self.wal_bytes = max(0, self.wal_bytes - group.wal.size)
             group.wal.delete()
@@ -935,6 +1008,8 @@ class GroupCommitManager:
         acknowledged async load, in append order), then the entries kept in memory (sync
         loads, in arrival order). WAL rows of a client label whose load failed after its
         append (the label was taken meanwhile) are left out."""
+        if group.replicated:
+            return list(entries)
         out: list[Entry] = []
         if group.wal is not None:
             labels = {e.sub_label for e in entries if e.in_wal and e.sub_label is not None}

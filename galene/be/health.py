@@ -224,6 +224,9 @@ class BeHealth:
         if gc is None:
             return {"drained": False}
         wal_files = len(await asyncio.to_thread(list_wal_files, gc.wal_root))
+        # Copies of other BEs' WAL records (replication_num > 1) are kept until their groups
+        # commit: a decommissioned BE gets no new ones and is not dropped while it holds any.
+        wal_copies = len(await asyncio.to_thread(self.be.wal_replicas.files))
         open_groups = sum(1 for q in gc.queues.values() if q.current is not None or q.spare is not None)
         busy = sum(1 for t in list(gc._tasks) if not t.done() and t.get_name() != "ingest-worker-start")
         drained = (
@@ -232,6 +235,7 @@ class BeHealth:
             and not open_groups
             and not busy
             and not wal_files
+            and not wal_copies
             and not self.in_flight_loads
         )
         return {
@@ -240,6 +244,7 @@ class BeHealth:
             "open_groups": open_groups,
             "group_commit_tasks": busy,
             "wal_files": wal_files,
+            "wal_copies": wal_copies,
             "in_flight_loads": self.in_flight_loads,
         }
 

@@ -379,9 +379,11 @@ class _Worker:
         file_ops: list[tuple] = []
         for req_id, op, args in requests:
             try:
-                if op == "load":
-                    key_id, wal_path, label, body = args
-                    lanes.setdefault((key_id, wal_path, label), []).append((req_id, body))
+                if op == "load":  # (key id, WAL path or "", group label, body[, echo])
+                    key_id, wal_path, label, body, *echo = args
+                    lanes.setdefault((key_id, wal_path, label, bool(echo and echo[0])), []).append(
+                        (req_id, body)
+                    )
                 elif op == "key":
                     self.keys[args[0]] = args[1:]
                     while len(self.keys) > WORKER_KEYS:
@@ -416,11 +418,12 @@ class _Worker:
     def _parse_lanes(self, lanes: dict[tuple, list[tuple[int, bytes]]], replies: list[tuple]) -> list[tuple]:
         """Parse each lane's loads together. Loads bound for a WAL file become one write
         (returned, answered once durable); memory loads are answered here, their rows sent
-        ahead of their answers."""
+        ahead of their answers; with `echo` (a replicated group) the rows of a WAL write are
+        sent too, once durable and ahead of the answers, so the BE can copy them to peers."""
         from galene.be.batch_parse import parse_lane_loads
 
         writes: list[tuple] = []
-        for (key_id, wal_path, label), loads in lanes.items():
+        for (key_id, wal_path, label, echo), loads in lanes.items():
             key = self.keys.get(key_id)
             if key is None:
                 replies.extend((r, False, f"[INTERNAL_ERROR]unknown parse key {key_id}") for r, _ in loads)
@@ -433,7 +436,7 @@ class _Worker:
                 continue
             ids = [r for r, _ in loads]
             if wal_path and rows is not None:
-                writes.append((0, "write", wal_path, label, rows, ids, answers))
+                writes.append((0, "write", wal_path, label, rows, ids, answers, echo))
                 continue
             if rows is not None:
                 replies.append((0, True, ("rows", label, rows)))
@@ -468,6 +471,8 @@ class _Worker:
                         if error is not None:
                             replies.extend((r, False, error) for r in ids)
                         else:
+                            if o[7]:  # echo: the durable rows, ahead of their loads' answers
+                                replies.append((0, True, ("rows", o[3], o[4])))
                             replies.extend((r, True, a) for r, a in zip(ids, answers, strict=True))
                     elif error is None:
                         replies.append((o[0], True, None))

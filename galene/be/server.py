@@ -25,6 +25,7 @@ from galene.be.health import BeHealth
 from galene.be.load_headers import parse_basic_auth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
 from galene.be.two_phase import handle_be_2pc
+from galene.be.wal_replica import ReplicaStore
 from galene.common.debug_points import DebugPoints
 from galene.common.errors import LoadError
 from galene.config import Config
@@ -70,6 +71,10 @@ class BeServer:
         self.group_commit: GroupCommitManager | None = None
         self.health = BeHealth(self)
         self.forwarder = Forwarder(self)
+        # The other BEs (address, alive, writable), as the FE's heartbeat lists them: WAL
+        # replicas of replication_num > 1 groups go there (be/wal_replica.py).
+        self.peers: list[dict] = []
+        self.wal_replicas = ReplicaStore(self)
         self.debug_points = DebugPoints(cfg.enable_debug_points, on_change=self._debug_point_changed)
 
     # --- identity -------------------------------------------------------------------
@@ -142,6 +147,7 @@ class BeServer:
                 web.get("/api/_load_error_log", self.handle_error_log),
                 *self.health.routes(),
                 *self.forwarder.routes(),
+                *self.wal_replicas.routes(),
                 *self.debug_points.routes(),
                 web.post("/api/_internal/heartbeat", self.handle_heartbeat),
                 web.get("/api/health", self.handle_health),
@@ -170,6 +176,7 @@ class BeServer:
             await web.SockSite(self._runner, hb).start()
         self.error_log = ErrorLogStore(self.cfg.error_log_path, self.host, self.http_port)
         self.health.start()
+        self.wal_replicas.start()
         log.info("BE listening on %s:%s", self.host, self.http_port)
 
     async def stop(self) -> None:
@@ -177,6 +184,7 @@ class BeServer:
         await self.forwarder.close()
         if self.group_commit is not None:
             await self.group_commit.stop()
+        await self.wal_replicas.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         if self.rpc is not None:
@@ -318,6 +326,9 @@ class BeServer:
             await asyncio.to_thread(self._save_identity)
         self.identity["heartbeat_interval_s"] = payload.get("heartbeat_interval_s")
         self.identity["registered_host"] = payload.get("be_host")
+        peers = payload.get("peers")
+        if isinstance(peers, list):
+            self.peers = [p for p in peers if isinstance(p, dict) and p.get("addr")]
         self.last_heartbeat = time.time()
         self.health.set_draining(bool(payload.get("decommissioned")))
         return web.json_response(

@@ -83,6 +83,7 @@ class BackendMonitor:
             "heartbeat_interval_s": self.interval_s,
             "be_host": be.host,
             "decommissioned": be.decommissioned,
+            "peers": self.wal_peers(be.id),
         }
         try:
             status, body = await self.fe.rpc.call_json(
@@ -190,6 +191,22 @@ class BackendMonitor:
             rt = self.status(be.id)
             if rt.alive and rt.http_port and rt.writable and not be.decommissioned and not be.disable_load:
                 out.append((be, rt))
+        return out
+
+    def wal_peers(self, be_id: int) -> list[dict]:
+        """The BEs other than `be_id` that may hold WAL replicas (be/wal_replica.py): every
+        member not decommissioned and not `disable_load` whose HTTP port is known, with
+        whether it is alive and writable now (the owner tries those first). Down members
+        count too: replication_num is capped at the cluster's size, not at its health, so
+        two broken peers of three fail loads instead of leaving one copy."""
+        out = []
+        for be in sorted(self.fe.state.backends.values(), key=lambda b: b.id):
+            rt = self.status(be.id)
+            if be.id == be_id or be.decommissioned or be.disable_load or not rt.http_port:
+                continue
+            out.append(
+                {"id": be.id, "addr": f"{be.host}:{rt.http_port}", "alive": rt.alive, "writable": rt.writable}
+            )
         return out
 
     def group_commit_owner(self, table) -> tuple[Backend, BackendRuntime] | None:

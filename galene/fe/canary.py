@@ -5,7 +5,7 @@ heartbeats and reads stayed healthy and SHOW BACKENDS said `Alive=true` for hour
 sends every BE, every `be_canary_interval_second`, a one-row load through the BE's real write
 path (`galene/be/health.py`: header parse → FE txn begin → parse → routing → WAL record +
 fdatasync in the ingest worker → rowset write + fsync to the storage root → FE commit, plus
-the BE→BE forward path when forwarding is on), each stage under its own deadline within
+the BE→BE path when forwarding or WAL replication is on), each stage under its own deadline within
 `be_canary_timeout_second`. A BE whose canary failed `be_canary_failure_times` rounds in a
 row is `Writable=false`: no load is routed to it (`BackendMonitor.load_available`) until a
 canary succeeds again.
@@ -29,6 +29,7 @@ import time
 
 from aiohttp import web
 
+from galene.be.wal_replica import replication_num
 from galene.net.deadline import DeadlineExceeded
 from galene.net.server import read_json_object
 
@@ -134,7 +135,11 @@ class CanaryMonitor:
 
     # --- one canary -----------------------------------------------------------------
     def _peers(self, be) -> list[str]:
-        if not self.fe.cfg.enable_group_commit_streamload_be_forward:
+        """The BEs whose BE→BE path this canary pings: with forwarding on, or while a table
+        has replication_num > 1 (its WAL records go BE→BE too: be/wal_replica.py)."""
+        if not self.fe.cfg.enable_group_commit_streamload_be_forward and not any(
+            replication_num(t) > 1 for t in list(self.fe.state.tables.values())
+        ):
             return []
         monitor = self.fe.backends
         out = []

@@ -617,6 +617,16 @@ class CatalogService:
             )
             return txn
 
+    def abort_group_label(self, db_id: int, label: str, reason: str) -> None:
+        """Abort the PREPARE txn holding a group label (its owner BE died; a holder of a copy
+        of its WAL commits the group under the label instead). Visible ones stay."""
+        with self.lock:
+            db = self.state.databases.get(db_id)
+            txn_id = db.labels.get(label) if db is not None else None
+            txn = self.state.txns.get(txn_id) if txn_id is not None else None
+            if txn is not None and txn.status == "PREPARE":
+                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason[:1024], time=time.time()))
+
     def recover_group_txns(self, backend_id: int, groups: list[tuple[int, str]]) -> dict[str, str]:
         """A restarted BE's first call: abort every PREPARE group-commit txn it began (their
         in-memory parts died with it, their WAL parts are replayed), then report the status

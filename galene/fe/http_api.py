@@ -111,6 +111,7 @@ class FeHttpApi:
             web.post("/api/_internal/group_commit/label_status", self.group_commit_label_status),
             web.post("/api/_internal/group_commit/commit", self.group_commit_commit),
             web.post("/api/_internal/group_commit/recover", self.group_commit_recover),
+            web.post("/api/_internal/group_commit/replicas", self.group_commit_replicas),
             web.post("/api/_internal/txn/2pc", self.txn_2pc),
             web.post("/api/_internal/backend_event", self.backend_event),
             web.post("/api/_internal/auth/check", self.auth_check),
@@ -502,6 +503,23 @@ class FeHttpApi:
                 self.fe.catalog.recover_group_txns, int(p["backend_id"]), groups
             )
             return {"status": "OK", "groups": statuses}
+
+        return await self._internal(request, fn)
+
+    async def group_commit_replicas(self, request: web.Request) -> web.Response:
+        """A BE's WAL copies of other BEs' groups: DROP, KEEP or TAKEOVER each (fe/wal_replicas.py)."""
+
+        async def fn(p: dict) -> dict:
+            arbiter = self.fe.wal_replicas
+            verdicts, aborts = arbiter.verdicts(int(p["backend_id"]), list(p.get("groups") or []))
+            for db_id, label in aborts:
+                await asyncio.to_thread(
+                    self.fe.catalog.abort_group_label,
+                    db_id,
+                    label,
+                    "group commit owner died: replayed from a WAL copy",
+                )
+            return {"status": "OK", "groups": verdicts}
 
         return await self._internal(request, fn)
 

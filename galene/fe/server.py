@@ -30,6 +30,7 @@ from galene.fe.jobs import JobRunner
 from galene.fe.load_routing import internal_routes as load_routing_routes
 from galene.fe.mtmv import MvScheduler
 from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
+from galene.fe.wal_replicas import ReplicaArbiter
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
 from galene.net.failure import FailureDetector
@@ -70,6 +71,7 @@ class FeServer:
             interval_s=cfg.heartbeat_interval_second,
             failure_threshold=cfg.max_backend_heartbeat_failure_times,
         )
+        self.wal_replicas = ReplicaArbiter(self)
         self.canary = CanaryMonitor(
             self,
             interval_s=cfg.be_canary_interval_second,

@@ -1,0 +1,492 @@
+"""Replicated durability of acknowledged async group-commit rows (`replication_num` > 1).
+
+Rowsets live on the shared storage root, whose durability is the storage's; the one piece of
+acknowledged data on a single local disk is the async group-commit WAL. With table property
+`replication_num` = R > 1 (capped at the BEs that may take loads), the owner BE of a group
+appends each WAL record to its own file and, over the internal path (cluster token, a
+deadline per call), to R−1 peer BEs, and answers an async load once ⌊R/2⌋+1 copies of its
+record are fsynced (its own counts as one).
+
+Owner side (`ReplicaSet`, one per group): the group's records in order, and one sender per
+peer that sends every record the peer does not have yet as one call carrying its byte offset
+(the peer appends only at that offset), so every copy is a prefix of the group's record
+sequence and the longest copy holds every acknowledged record. A peer whose call fails or
+misses `be_wal_replica_timeout_second` is dropped from the group's set and replaced by a BE
+not tried yet (which is sent the group's records from the start); it never parks a load.
+Once too few peers are left for a quorum, waiting and later loads of the group fail at once
+with Doris' text `failed to write enough replicas 1/3 for table <t> due to connection
+errors: <peer>: <reason>`. After the group's commit the owner tells its peers to drop their
+copies.
+
+Holder side (`ReplicaStore`): copies live under `<be dir>/wal_replica/<owner id>/` as
+`<db>_<table>_<owner start ms>_<group label>` in the WAL's record format. Every second a BE
+holding copies asks the FE about them (`/api/_internal/group_commit/replicas`): DROP once the
+group's txn is visible (or its table is gone); TAKEOVER when the owner is dead (not alive
+after failed heartbeats, dropped, or restarted: a new start time) and this holder has the
+longest copy; the FE aborts the owner's PREPARE txn and this BE replays the copy and commits
+it under the group's label, so the label machinery loads it exactly once even if the owner
+comes back and replays its own WAL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from galene.catalog.model import Table
+from galene.common.errors import GaleneError, LoadError
+from galene.common.files import fsync_path
+from galene.net.client import TOKEN_HEADER, RpcClient
+from galene.net.deadline import DeadlineExceeded
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_S = 1.0
+# One append call carries records up to about this many bytes (a replacement catching up on a
+# large group sends it in several calls); a single record is always sent whole.
+CALL_BYTES = 8 << 20
+# What a holder accepts in one call (a record is at most ~256 MiB: wal.MAX_GROUPED_RECORD_BYTES).
+MAX_CALL_BYTES = 512 << 20
+_ALLOC = re.compile(r"tag\.location\.[^:]+:\s*(\d+)")
+
+
+def replication_num(table: Table | None) -> int:
+    """The table's `replication_num` (else the sum of `replication_allocation`), at least 1."""
+    if table is None:
+        return 1
+    props = table.properties
+    raw = props.get("replication_num")
+    try:
+        if raw is not None:
+            return max(1, int(str(raw).strip()))
+        alloc = props.get("replication_allocation")
+        if alloc:
+            return max(1, sum(int(n) for n in _ALLOC.findall(str(alloc))))
+    except ValueError:
+        pass
+    return 1
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, DeadlineExceeded):
+        return f"no answer within {e.seconds:g} s"
+    text = str(e)
+    return text if text else type(e).__name__
+
+
+@dataclass
+class _Peer:
+    addr: str
+    records: int = 0  # records the peer has fsynced
+    nbytes: int = 0  # their bytes (the offset of the next call)
+    failed: bool = False
+    task: asyncio.Task | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class ReplicaSet:
+    """The peers holding copies of one group's WAL records (owner side)."""
+
+    def __init__(self, store: ReplicaStore, group, table_name: str, r: int, candidates: list[str]):
+        self.store = store
+        self.group = group
+        self.table_name = table_name
+        self.r = r
+        self.need = r // 2  # peer copies needed besides our own
+        self.log: list[bytes] = []
+        self.candidates = list(candidates)  # BEs not tried yet, best first
+        self.peers: list[_Peer] = []
+        self.errors: dict[str, str] = {}
+        self.fatal: str | None = None
+        self.waiters: list[tuple[int, asyncio.Future]] = []
+        self.closed = False
+        for _ in range(r - 1):
+            self._add_peer()
+
+    def _add_peer(self) -> bool:
+        if not self.candidates or self.closed:
+            return False
+        peer = _Peer(self.candidates.pop(0))
+        self.peers.append(peer)
+        peer.task = self.store.spawn(self._sender(peer))
+        return True
+
+    def live(self) -> list[_Peer]:
+        return [p for p in self.peers if not p.failed]
+
+    async def append(self, record: bytes) -> None:
+        """Send `record` to the peers; returns once ⌊R/2⌋ of them fsynced it."""
+        if self.fatal is not None:
+            raise LoadError(self.fatal)
+        index = len(self.log)
+        self.log.append(record)
+        fut = asyncio.get_running_loop().create_future()
+        self.waiters.append((index, fut))
+        for p in self.live():
+            p.wake.set()
+        self._settle()
+        await fut
+
+    def _settle(self) -> None:
+        if not self.waiters:
+            return
+        live = self.live()
+        if len(live) < self.need and self.fatal is None:
+            copies = 1 + sum(1 for p in live if p.records >= len(self.log))
+            detail = ", ".join(f"{a}: {r}" for a, r in self.errors.items()) or "no peer BE to write to"
+            self.fatal = (
+                f"failed to write enough replicas {copies}/{self.r} for table {self.table_name} "
+                f"due to connection errors: {detail}"
+            )
+        left = []
+        for index, fut in self.waiters:
+            if fut.done():
+                continue
+            if sum(1 for p in live if p.records > index) >= self.need:
+                fut.set_result(None)
+            elif self.fatal is not None:
+                fut.set_exception(LoadError(self.fatal))
+                fut.exception()
+            else:
+                left.append((index, fut))
+        self.waiters = left
+
+    async def _sender(self, peer: _Peer) -> None:
+        store = self.store
+        g = self.group
+        timeout_s = float(store.be.cfg.be_wal_replica_timeout_second)
+        try:
+            while not self.closed:
+                if peer.records >= len(self.log):
+                    peer.wake.clear()
+                    await peer.wake.wait()
+                    continue
+                upto, size = peer.records, 0
+                while upto < len(self.log) and (
+                    upto == peer.records or size + len(self.log[upto]) <= CALL_BYTES
+                ):
+                    size += len(self.log[upto])
+                    upto += 1
+                body = b"".join(self.log[peer.records : upto])
+                params = {
+                    "owner": str(store.be.backend_id),
+                    "owner_start": str(int(store.be.start_time * 1000)),
+                    "db_id": str(g.db_id),
+                    "table_id": str(g.table_id),
+                    "label": g.label,
+                    "offset": str(peer.nbytes),
+                }
+                try:
+                    status, _, payload = await store.rpc.call(
+                        "POST",
+                        f"http://{peer.addr}/api/_internal/wal_replica/append",
+                        data=body,
+                        params=params,
+                        headers={TOKEN_HEADER: store.be.token},
+                        timeout_s=timeout_s,
+                    )
+                    if status != 200:
+                        raise GaleneError(f"HTTP {status} {payload[:200].decode(errors='replace')}")
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - any failure drops the peer from the set
+                    self._drop(peer, _reason(e))
+                    return
+                peer.records = upto
+                peer.nbytes += len(body)
+                self._settle()
+        except asyncio.CancelledError:
+            pass
+
+    def _drop(self, peer: _Peer, reason: str) -> None:
+        peer.failed = True
+        self.errors[peer.addr] = reason
+        log.warning("WAL replica %s of group %s dropped: %s", peer.addr, self.group.label, reason)
+        self.store.be.metrics.inc("galene_be_wal_replica_dropped_total")
+        self._add_peer()  # a replacement gets the group's records from the start
+        self._settle()
+
+    def close(self) -> list[str]:
+        """Stop sending; the addresses of the peers that may hold a copy."""
+        self.closed = True
+        for p in self.peers:
+            if p.task is not None:
+                p.task.cancel()
+        return [p.addr for p in self.peers]
+
+
+@dataclass
+class ReplicaFile:
+    path: Path
+    owner: int
+    owner_start: int
+    db_id: int
+    table_id: int
+    label: str
+
+
+class ReplicaStore:
+    """This BE's side of WAL replication: the owner's client and the holder's copies."""
+
+    def __init__(self, be):
+        self.be = be
+        self.root = be.cfg.be_path / "wal_replica"
+        self._rpc: RpcClient | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._sizes: dict[str, int] = {}
+        self._task: asyncio.Task | None = None
+        self._replaying: set[str] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    def spawn(self, coro) -> asyncio.Task:
+        """A background task of this store (cancelled at stop)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return task
+
+    @property
+    def rpc(self) -> RpcClient:
+        if self._rpc is None:
+            be = self.be
+            self._rpc = RpcClient(
+                user_timeout_ms=be.cfg.tcp_user_timeout_ms,
+                keepalive_idle_s=be.cfg.tcp_keepalive_idle_s,
+                limit_per_host=64,
+                detector=be.rpc.detector if be.rpc is not None else None,
+                metrics=be.metrics,
+            )
+        return self._rpc
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._sweep_loop())
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._task, *self._tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._rpc is not None:
+            await self._rpc.close()
+
+    def routes(self) -> list:
+        return [
+            web.post("/api/_internal/wal_replica/append", self.handle_append),
+            web.post("/api/_internal/wal_replica/drop", self.handle_drop),
+        ]
+
+    # --- owner side ----------------------------------------------------------------
+    def replicas_for(self, table: Table | None) -> int:
+        """R for a new group of `table`: replication_num capped at the BEs that may take loads."""
+        r = replication_num(table)
+        if r <= 1:
+            return 1
+        return min(r, 1 + len(self.be.peers))
+
+    def new_set(self, group, table: Table) -> ReplicaSet | None:
+        r = self.replicas_for(table)
+        if r <= 1:
+            return None
+        peers = list(self.be.peers)
+        random.shuffle(peers)
+        peers.sort(key=lambda p: not (p.get("alive") and p.get("writable")))  # healthy ones first
+        return ReplicaSet(self, group, table.name, r, [str(p["addr"]) for p in peers])
+
+    def release(self, group, replicas: ReplicaSet) -> None:
+        """The group is committed: stop sending and tell its peers to drop their copies."""
+        addrs = replicas.close()
+        for addr in addrs:
+            self.spawn(self._tell_drop(addr, group.label))
+
+    async def _tell_drop(self, addr: str, label: str) -> None:
+        try:
+            await self.rpc.call_json(
+                "POST",
+                f"http://{addr}/api/_internal/wal_replica/drop",
+                json={"owner": self.be.backend_id, "labels": [label]},
+                headers={TOKEN_HEADER: self.be.token},
+                timeout_s=float(self.be.cfg.be_wal_replica_timeout_second),
+            )
+        except Exception as e:  # noqa: BLE001 - the holder learns it from the FE instead
+            log.info("could not tell %s to drop its WAL copy of %s: %s", addr, label, e)
+
+    # --- holder side ----------------------------------------------------------------
+    def _authorized(self, request: web.Request) -> bool:
+        token = self.be.token
+        return bool(token) and request.headers.get(TOKEN_HEADER, "") == token
+
+    def _path(self, owner: int, owner_start: int, db_id: int, table_id: int, label: str) -> Path:
+        if not label.replace("_", "").isalnum():
+            raise ValueError(f"bad group label {label!r}")
+        return self.root / str(owner) / f"{db_id}_{table_id}_{owner_start}_{label}"
+
+    async def handle_append(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        q = request.query
+        try:
+            path = self._path(
+                int(q["owner"]), int(q["owner_start"]), int(q["db_id"]), int(q["table_id"]), q["label"]
+            )
+            offset = int(q["offset"])
+        except (KeyError, ValueError) as e:
+            return web.json_response({"status": "ERROR", "message": f"bad request: {e}"}, status=400)
+        # Read here, not with request.read(): aiohttp caps that at 1 MiB.
+        buf = bytearray()
+        async for chunk in request.content.iter_chunked(1 << 20):
+            buf += chunk
+            if len(buf) > MAX_CALL_BYTES:
+                return web.json_response(
+                    {"status": "ERROR", "message": "WAL copy call too large"}, status=413
+                )
+        body = bytes(buf)
+        key = str(path)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            size = self._sizes.get(key)
+            if size is None:
+                size = path.stat().st_size if path.exists() else 0
+            if offset != size and offset != 0:
+                return web.json_response(
+                    {"status": "ERROR", "message": f"offset {offset} but the copy holds {size} bytes"},
+                    status=409,
+                )
+            await asyncio.to_thread(_write_at, path, offset, body)
+            self._sizes[key] = offset + len(body)
+        self.be.metrics.inc("galene_be_wal_replica_bytes_total", len(body))
+        return web.json_response({"status": "OK", "size": offset + len(body)})
+
+    async def handle_drop(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
+        p = await request.json()
+        owner = int(p.get("owner") or 0)
+        labels = {str(x) for x in p.get("labels") or []}
+        for f in self.files():
+            if f.owner == owner and f.label in labels:
+                await self._delete(f)
+        return web.json_response({"status": "OK"})
+
+    def files(self) -> list[ReplicaFile]:
+        out = []
+        if not self.root.exists():
+            return out
+        for owner_dir in self.root.iterdir():
+            if not owner_dir.is_dir() or not owner_dir.name.isdigit():
+                continue
+            for p in owner_dir.iterdir():
+                parts = p.name.split("_", 3)
+                if len(parts) != 4 or not all(x.isdigit() for x in parts[:3]):
+                    continue
+                out.append(
+                    ReplicaFile(p, int(owner_dir.name), int(parts[2]), int(parts[0]), int(parts[1]), parts[3])
+                )
+        return out
+
+    async def _delete(self, f: ReplicaFile) -> None:
+        key = str(f.path)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            try:
+                os.unlink(f.path)
+            except FileNotFoundError:
+                pass
+            self._sizes.pop(key, None)
+        self._locks.pop(key, None)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL_S)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - try again next round
+                log.info("WAL replica sweep: %s", e)
+
+    async def sweep(self) -> None:
+        files = await asyncio.to_thread(self.files)
+        files = [f for f in files if str(f.path) not in self._replaying]
+        if not files or not self.be.backend_id:
+            return
+        groups = []
+        for f in files:
+            try:
+                size = f.path.stat().st_size
+            except FileNotFoundError:
+                continue
+            groups.append(
+                {
+                    "owner": f.owner,
+                    "owner_start": f.owner_start,
+                    "db_id": f.db_id,
+                    "table_id": f.table_id,
+                    "label": f.label,
+                    "bytes": size,
+                }
+            )
+        status, body = await self.be.fe_call(
+            "POST",
+            "/api/_internal/group_commit/replicas",
+            {"backend_id": self.be.backend_id, "groups": groups},
+            timeout_s=5.0,
+        )
+        if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
+            raise GaleneError(f"FE answered HTTP {status} {body}")
+        verdicts = body.get("groups") or {}
+        for f in files:
+            verdict = verdicts.get(f.label)
+            if verdict == "DROP":
+                await self._delete(f)
+            elif verdict == "TAKEOVER":
+                self._replaying.add(str(f.path))
+                self.spawn(self._take_over(f))
+
+    async def _take_over(self, f: ReplicaFile) -> None:
+        """Replay a dead owner's group from this copy and commit it under its label."""
+        from galene.be.group_commit import Group, TableDropped, _wal_entries
+
+        manager = self.be.group_commit
+        try:
+            entries = await _wal_entries(f.path)
+            group = Group(db_id=f.db_id, table_id=f.table_id, label=f.label, table=None)
+            if entries:
+                t0 = time.monotonic()
+                try:
+                    txn_id = await manager.commit_group(group, entries)
+                except TableDropped as e:
+                    log.warning("WAL copy %s: %s; its rows are dropped", f.path.name, e)
+                else:
+                    log.info(
+                        "WAL copy of group %s (owner %s): %d record(s) committed by txn %s in %.1f s",
+                        f.label, f.owner, len(entries), txn_id, time.monotonic() - t0,
+                    )  # fmt: skip
+                    self.be.metrics.inc("galene_be_wal_replica_takeovers_total")
+            await self._delete(f)
+        finally:
+            self._replaying.discard(str(f.path))
+
+
+def _write_at(path: Path, offset: int, data: bytes) -> None:
+    """Write `data` at `offset` (truncating what follows) and fdatasync; a new file's name is
+    made durable by an fsync of its directory."""
+    new = not path.exists()
+    if new:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.ftruncate(fd, offset)
+        os.pwrite(fd, data, offset)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    if new:
+        fsync_path(path.parent)

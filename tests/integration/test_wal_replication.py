@@ -1,0 +1,237 @@
+"""Replicated group-commit WAL (`replication_num` = 3 on 3 BEs; be/wal_replica.py).
+
+One `galene fe` and three `galene be`. Async group-commit loads are sent straight to BE 0,
+which owns their groups and copies each WAL record to the two others:
+
+* one peer stopped (SIGSTOP): loads still succeed with 2 of 3 copies, the stopped peer is
+  dropped from the group's set after its deadline and never parks a load;
+* both peers stopped: loads fail within their deadline with Doris' text
+  `failed to write enough replicas 1/3 for table t due to connection errors: …`, and the
+  rows of those failed loads never become visible;
+* the owner SIGKILLed and its data directory deleted while its group is open: the FE has a
+  holder of a copy replay and commit the group under its label; every acknowledged row is
+  visible exactly once, and the holders drop their copies afterwards;
+* an owner SIGKILLed and restarted with its WAL replays its group while a holder may take it
+  over: loaded once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, children_of
+
+pytestmark = pytest.mark.slow
+
+GC = {"column_separator": ",", "group_commit": "async_mode", "timeout": "20"}
+REPLICA_S = 2  # be_wal_replica_timeout_second
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wal-replication")
+    c = GaleneCluster(
+        d,
+        n_backends=3,
+        fe_conf={"max_backend_heartbeat_failure_times": "2"},
+        be_conf={"be_wal_replica_timeout_second": str(REPLICA_S)},
+    ).start()
+    c.fe.query("CREATE DATABASE IF NOT EXISTS r")
+    for name, interval in (("t", 1000), ("k", 600000)):
+        c.fe.query(
+            f"CREATE TABLE IF NOT EXISTS r.{name} (id BIGINT, v VARCHAR(16)) DUPLICATE KEY(id) "
+            f'DISTRIBUTED BY HASH(id) BUCKETS 2 PROPERTIES ("replication_num" = "3", '
+            f'"group_commit_interval_ms" = "{interval}")'
+        )
+    # Every BE knows its two peers (the FE's heartbeats list them once all are alive).
+    time.sleep(3)
+    yield c
+    c.stop()
+
+
+def _load(be: GaleneProcess, table: str, body: bytes, headers: dict | None = None) -> tuple[dict, float]:
+    t0 = time.monotonic()
+    r = httpx.put(
+        f"http://127.0.0.1:{be.be_http_port}/api/r/{table}/_stream_load",
+        content=body,
+        headers={**auth_header(), **GC, **(headers or {})},
+        timeout=60,
+    )
+    r.raise_for_status()
+    return r.json(), time.monotonic() - t0
+
+
+def _signal(be: GaleneProcess, sig: int) -> None:
+    assert be.proc is not None
+    for pid in [be.proc.pid, *children_of(be.proc.pid)]:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _counts(c: GaleneCluster, table: str) -> dict[int, int]:
+    return dict(c.fe.query(f"SELECT id, COUNT(*) FROM r.{table} GROUP BY id"))
+
+
+def _wait_rows(c: GaleneCluster, table: str, ids: set[int], timeout: float = 90) -> dict[int, int]:
+    deadline = time.monotonic() + timeout
+    counts = _counts(c, table)
+    while time.monotonic() < deadline and not ids <= set(counts):
+        time.sleep(0.5)
+        counts = _counts(c, table)
+    return counts
+
+
+def _parallel(fn, items) -> list:
+    out: list = [None] * len(items)
+
+    def run(i, item):
+        out[i] = fn(item)
+
+    threads = [threading.Thread(target=run, args=(i, it)) for i, it in enumerate(items)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return out
+
+
+def _copies(be: GaleneProcess) -> list[str]:
+    """The WAL copies of other BEs' groups this BE holds."""
+    return [
+        os.path.join(d, f)
+        for d, _, files in os.walk(be.data_dir)
+        if "wal_replica" in d
+        for f in files
+        if "_group_commit_" in f
+    ]
+
+
+def _wait_alive(c: GaleneCluster, n: int) -> None:
+    c.wait_backends(lambda rows: sum(r["Alive"] == "true" for r in rows) == n, timeout=60)
+
+
+def test_one_peer_stopped_loads_succeed_with_two_copies(env):
+    c = env
+    owner, stopped = c.bes[0], c.bes[2]
+    ids = list(range(1, 21))
+    _signal(stopped, signal.SIGSTOP)
+    try:
+        answers = _parallel(lambda i: _load(owner, "t", f"{i},one\n".encode()), ids)
+        more = [_load(owner, "t", f"{i},one\n".encode()) for i in range(21, 26)]
+    finally:
+        _signal(stopped, signal.SIGCONT)
+    for reply, elapsed in answers + more:
+        assert reply["Status"] == "Success", reply
+        assert elapsed < int(GC["timeout"]), elapsed  # never parked by the stopped peer
+    ids += list(range(21, 26))
+    counts = _wait_rows(c, "t", set(ids))
+    assert all(counts.get(i) == 1 for i in ids), counts
+    _wait_alive(c, 3)
+
+
+def test_a_load_over_a_mebibyte_is_replicated(env):
+    """One record of several MiB goes to the peers in one call (aiohttp's 1 MiB body cap is
+    not the holder's)."""
+    c = env
+    body = "".join(f"{i},big\n" for i in range(100_000, 300_000)).encode()
+    assert len(body) > 2 << 20
+    reply, _ = _load(c.bes[0], "t", body)
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 200_000, reply
+    deadline = time.monotonic() + 60
+    n = 0
+    while time.monotonic() < deadline and n < 200_000:
+        n = c.fe.query("SELECT COUNT(*) FROM r.t WHERE id >= 100000")[0][0]
+        time.sleep(0.5)
+    assert n == 200_000
+
+
+def test_two_peers_stopped_loads_fail_with_doris_text(env):
+    c = env
+    owner = c.bes[0]
+    time.sleep(1.5)  # the group of the previous test is committed: a new one picks its peers
+    for be in c.bes[1:]:
+        _signal(be, signal.SIGSTOP)
+    try:
+        answers = _parallel(lambda i: _load(owner, "t", f"{i},two\n".encode()), [101, 102, 103])
+    finally:
+        for be in c.bes[1:]:
+            _signal(be, signal.SIGCONT)
+    peers = {f"127.0.0.1:{be.be_http_port}" for be in c.bes[1:]}
+    for reply, elapsed in answers:
+        assert reply["Status"] == "Fail", reply
+        msg = reply["Message"]
+        assert msg.startswith("failed to write enough replicas 1/3 for table t due to connection errors: "), (
+            msg
+        )
+        assert any(f"{p}: " in msg for p in peers), msg
+        assert elapsed < int(GC["timeout"]), elapsed
+    _wait_alive(c, 3)
+    time.sleep(2)  # their group (1 s interval) is committed by now
+    reply, _ = _load(owner, "t", b"104,after\n")
+    assert reply["Status"] == "Success", reply
+    counts = _wait_rows(c, "t", {104})
+    assert not {101, 102, 103} & set(counts), counts  # failed loads are not loaded
+
+
+def test_owner_killed_and_its_data_deleted_loses_no_acknowledged_row(env):
+    c = env
+    owner = c.bes[0]
+    # The table's group stays open (interval 600 s): every row below lives only in WALs.
+    ids = list(range(1, 41))
+    labelled = set(ids[::4])
+
+    def one(i: int) -> tuple[dict, float]:
+        headers = {"label": f"kl_{i}"} if i in labelled else {}
+        return _load(owner, "k", f"{i},k\n".encode(), headers)
+
+    answers = _parallel(one, ids)
+    acked = {i for i, (reply, _) in zip(ids, answers, strict=True) if reply["Status"] == "Success"}
+    assert acked == set(ids), [a for a, _ in answers if a["Status"] != "Success"]
+    assert not _counts(c, "k")  # nothing committed yet
+    assert all(_copies(be) for be in c.bes[1:]), "no WAL copy on the peers"
+
+    owner.kill()
+    shutil.rmtree(owner.data_dir, ignore_errors=True)
+    counts = _wait_rows(c, "k", acked, timeout=120)
+    assert set(counts) == acked and all(n == 1 for n in counts.values()), counts
+    # A retry of a labelled load is answered, not loaded again, by a surviving BE.
+    reply, _ = _load(c.bes[1], "k", b"1,again\n", {"label": "kl_1"})
+    assert reply["Status"] == "Label Already Exists", reply
+    # The holders learn the group is committed and drop their copies.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_copies(be) for be in c.bes[1:]):
+        time.sleep(0.5)
+    assert not any(_copies(be) for be in c.bes[1:])
+    time.sleep(1)
+    assert _counts(c, "k") == counts  # and nothing was loaded twice meanwhile
+
+
+def test_owner_killed_and_restarted_with_its_wal_loads_once(env):
+    """The owner comes back with its WAL (a new start time): it replays its group while a
+    holder of a copy may take it over too; the group's label lets one of them load it."""
+    c = env
+    owner = c.bes[1]  # BE 0 is gone (previous test): a member that is down, dropped as a peer
+    ids = list(range(1001, 1031))
+    answers = _parallel(lambda i: _load(owner, "k", f"{i},re\n".encode()), ids)
+    assert all(reply["Status"] == "Success" for reply, _ in answers), answers
+    assert _copies(c.bes[2]), "no WAL copy on the live peer"
+    owner.kill()
+    owner.start()
+    counts = _wait_rows(c, "k", set(ids), timeout=120)
+    assert all(counts.get(i) == 1 for i in ids), {i: counts.get(i) for i in ids}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _copies(c.bes[2]):
+        time.sleep(0.5)
+    assert not _copies(c.bes[2])
+    time.sleep(2)
+    later = _counts(c, "k")
+    assert all(later.get(i) == 1 for i in ids), later
