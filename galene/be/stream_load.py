@@ -5,6 +5,12 @@ answered before any data is read), read the body within `streaming_load_max_mb`,
 convert it with Arrow (`galene.be.parse`), route rows to tablets, write Parquet rowsets,
 check `max_filter_ratio`, then ask the FE to commit. Any failure after begin aborts the
 transaction and deletes the files written, so nothing partial ever becomes visible.
+
+When the FE cannot be reached (a deadline passed or the connection failed, e.g. a black hole
+between the BE and the FE in the middle of a body), the client gets its error at once, naming
+the FE; the abort is retried in the background until the FE answers (or the txn's own timeout
+passes), so a retry with the same label loads once the path is back. After a commit whose
+outcome is unknown, the files are deleted only once the FE says the txn is aborted.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from galene.be.routing import dedup_last_per_key, route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight
+from galene.net.client import RpcUnavailable
+from galene.net.deadline import DeadlineExceeded
 from galene.storage.rowset import RowsetBuilder, delete_rowset_files, write_rowsets
 
 log = logging.getLogger(__name__)
@@ -117,7 +125,11 @@ class FeTxnClient:
         self.be = be
 
     async def _call(self, path: str, payload: dict, timeout_s: float | None = None) -> dict:
-        status, body = await self.be.fe_call("POST", path, payload, timeout_s=timeout_s)
+        try:
+            status, body = await self.be.fe_call("POST", path, payload, timeout_s=timeout_s)
+        except RpcUnavailable as e:
+            e.call = f"POST {path}"  # type: ignore[attr-defined] - named in the load's error
+            raise
         if status != 200 or not isinstance(body, dict):
             raise LoadError(f"FE call {path} failed: HTTP {status} {body}")
         return body
@@ -167,6 +179,28 @@ class FeTxnClient:
             await self._call("/api/_internal/txn/abort", {"txn_id": txn_id, "reason": reason})
         except Exception as e:  # noqa: BLE001 - the FE's txn timeout aborts it later; files are cleaned below / by GC
             log.warning("abort of txn %s failed: %s", txn_id, e)
+
+    async def abort_until_answered(self, txn_id: int, reason: str, until: float) -> bool | None:
+        """Abort `txn_id`, retrying while the FE cannot be reached, until `until` (monotonic).
+
+        True once the FE says the txn is aborted, False when it says it committed (so its files
+        must stay), None when it never answered (its own txn timeout aborts it)."""
+        while True:
+            try:
+                body = await self._call(
+                    "/api/_internal/txn/abort",
+                    {"txn_id": txn_id, "reason": reason},
+                    timeout_s=min(2.0, self.be.cfg.rpc_timeout_ms / 1000),
+                )
+                return body.get("status") == "OK"
+            except (DeadlineExceeded, RpcUnavailable) as e:
+                if time.monotonic() + 0.5 >= until:
+                    log.warning("abort of txn %s never answered: %s", txn_id, e)
+                    return None
+                await asyncio.sleep(0.5)
+            except Exception as e:  # noqa: BLE001 - an answer that is not OK: leave it to the FE's timeout
+                log.warning("abort of txn %s failed: %s", txn_id, e)
+                return False
 
 
 def _check_declared_size(request, max_bytes: int, key: str = "streaming_load_max_mb") -> None:
@@ -478,6 +512,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
     reply = StreamLoadReply(label=lh.label or new_label(), two_phase_commit=lh.two_phase)
     auth, opts = lh.auth, lh.fresh_options()
     fe = FeTxnClient(be)
+    commit_sent = False
     try:
         # One deadline for the whole load (Doris' `timeout`): the FE aborts the txn at the
         # same age, so the BE stops first, aborts and deletes what it wrote.
@@ -523,6 +558,7 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
             raise LoadError("[INTERNAL_ERROR]The size of this stream load is 0 (empty body)")
 
         t_commit = time.monotonic()
+        commit_sent = True
         await fe.commit(txn_id, written, result["loaded"], body_len, reply.two_phase_commit)
         reply.commit_and_publish_time_ms = int((time.monotonic() - t_commit) * 1000)
         reply.status = "Success"
@@ -536,6 +572,23 @@ async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLo
         else:
             reply.status = "Fail"
         await _undo(be, fe, txn_id, written, reply.message)
+        reply.number_loaded_rows = 0
+    except (DeadlineExceeded, RpcUnavailable) as e:
+        # The FE did not answer: say so now (naming it), abort once it answers again.
+        reply.status = "Fail"
+        if isinstance(e, DeadlineExceeded):
+            reply.message = f"[TIMEOUT]load failed, the FE did not answer: {e}"
+        else:
+            call = getattr(e, "call", "FE call")
+            reply.message = (
+                f"[INTERNAL_ERROR]load failed, the FE did not answer: {call} to {e.peer}: {e.reason}"
+            )
+        if txn_id:
+            _background(
+                _undo_when_fe_answers(
+                    be, fe, txn_id, written, reply.message, deadline, keep_unless_aborted=commit_sent
+                )
+            )
         reply.number_loaded_rows = 0
     except (GaleneError, TimeoutError) as e:
         reply.status = "Fail"
@@ -629,6 +682,23 @@ async def _undo(be, fe: FeTxnClient, txn_id: int, written: list[Rowset], reason:
     if txn_id:
         await fe.abort(txn_id, reason)
     if written:
+        await asyncio.to_thread(delete_rowset_files, be.fs, be.root, written)
+
+
+async def _undo_when_fe_answers(
+    be,
+    fe: FeTxnClient,
+    txn_id: int,
+    written: list[Rowset],
+    reason: str,
+    until: float,
+    keep_unless_aborted: bool,
+) -> None:
+    """`_undo` for a load whose FE call failed in transit: the abort is retried until the FE
+    answers. After a commit that may have reached the FE, files are deleted only once the FE
+    says the txn is aborted (never under a txn it committed)."""
+    aborted = await fe.abort_until_answered(txn_id, reason, until)
+    if written and (aborted or not keep_unless_aborted):
         await asyncio.to_thread(delete_rowset_files, be.fs, be.root, written)
 
 

@@ -11,7 +11,7 @@ the bound and gets no new loads; every acknowledged load is visible exactly once
 doctor` names the broken hop (both ends) and exits 2 while a black hole lasts, 0 after; once
 the fault is removed the BE is writable again within 5 s.
 
-Cases: black hole FE→BE; black hole BE→BE only (the #64708 shape), before and in the middle of
+Cases: black hole FE→BE, and FE↔BE in the middle of a 50 MB load's body; black hole BE→BE only (the #64708 shape), before and in the middle of
 a forwarded body; a BE's own address black-holed from inside its namespace; established
 connections reset and new ones refused; storage writes that do not answer (debug point); an
 owner that accepts a forwarded load and never runs it (debug point); a slow link (tbf 64 kbit/s)
@@ -240,6 +240,90 @@ def test_black_hole_fe_to_be(lab):
     status, out = c.doctor()
     assert status == 0, out
     loads.check_exactly_once()
+
+
+def test_black_hole_fe_be_mid_body_of_a_50mb_load(lab):
+    """A 50 MB plain load redirected by the FE to a BE; a third into its body, FE<->BE is
+    black-holed both ways. The client gets its error within the FE call's deadline once the
+    body is in, naming the FE (the BE's commit call); nothing of the load is visible; the BE
+    leaves routing within the bound; healed, it is writable again within 5 s and a retry with
+    the same label loads exactly once (the BE's abort of the first txn lands after healing)."""
+    c, net = lab.c, lab.net
+    ident, chunks, chunk = 10_000, 50, b"10000,mid_body_50mb\n" * 52_428  # ~1 MB each
+    rows = chunks * chunk.count(b"\n")
+    label = f"fe_be_mid_body_{time.time_ns()}"
+    h = {"column_separator": ",", "label": label}
+    r = c.redirect("nf", "t", h)
+    assert r.status_code == 307, r.text
+    url = r.headers["location"]
+    at = url.split("@", 1)[1].split("/", 1)[0]
+    victim = next(b for b in c.bes if lab.addr(b) == at)
+    marks: dict[str, float] = {}
+    routing: dict[str, object] = {}
+
+    def watch_routing():
+        try:
+            routing["seen"], routing["row"] = _out_of_routing(c, victim, BOUND_S + MARGIN_S + 10)
+        except TimeoutError as e:
+            routing["error"] = e
+
+    watcher = threading.Thread(target=watch_routing)
+
+    def body():
+        for n in range(chunks):
+            if n == chunks // 3:
+                net.drop("fe", lab.name(victim))
+                net.drop(lab.name(victim), "fe")
+                marks["fault"] = time.monotonic()
+                watcher.start()
+            yield chunk
+            time.sleep(0.08)
+        marks["body_end"] = time.monotonic()
+
+    reply = httpx.put(url, content=body(), headers={**auth_header(), **h}, timeout=120).json()
+    answered = time.monotonic()
+    after_body = answered - marks["body_end"]
+    print(
+        f"FE<->BE black hole mid-body: answered {answered - marks['fault']:.1f} s after the fault, "
+        f"{after_body:.1f} s after the body (write {reply.get('WriteDataTimeMs')} ms): {reply.get('Message')}"
+    )
+    assert reply["Status"] == "Fail", reply
+    assert f"{c.fe.host}:{c.fe.http_port}" in reply["Message"], reply
+    assert "/api/_internal/txn/commit" in reply["Message"], reply
+    rpc_s = 10  # rpc_timeout_ms: the deadline of the BE's commit call to the FE
+    assert after_body <= reply["WriteDataTimeMs"] / 1000 + rpc_s + MARGIN_S, reply
+    watcher.join()
+    assert "error" not in routing, routing
+    print(f"out of routing {routing['seen']:.1f} s after the fault ({routing['row']})")
+    assert routing["seen"] <= BOUND_S + MARGIN_S, routing
+    healed = _heal_and_wait(lab)
+    print(f"FE<->BE black hole removed: writable after {healed:.1f} s")
+    assert healed <= 5 + MARGIN_S
+
+    def state() -> str:
+        return httpx.get(
+            f"http://{c.fe.host}:{c.fe.http_port}/api/nf/get_load_state",
+            params={"label": label},
+            headers=auth_header(),
+            timeout=10,
+        ).json()["data"]
+
+    t0 = time.monotonic()
+    while state() == "PREPARE" and time.monotonic() - t0 < 10:
+        time.sleep(0.2)  # the BE retries the abort until the FE answers again
+    print(f"first attempt's txn {state()} {time.monotonic() - t0:.1f} s after healing")
+    assert state() == "ABORTED"
+    count = f"SELECT COUNT(*) FROM nf.t WHERE id = {ident}"
+    assert int(c.fe.query(count)[0][0]) == 0
+    reply = httpx.put(
+        c.redirect("nf", "t", h).headers["location"],
+        content=chunk * chunks,
+        headers={**auth_header(), **h},
+        timeout=120,
+    ).json()
+    assert reply["Status"] == "Success", reply
+    assert reply["NumberLoadedRows"] == rows, reply
+    assert int(c.fe.query(count)[0][0]) == rows
 
 
 def test_black_hole_be_to_be_forward(lab):
