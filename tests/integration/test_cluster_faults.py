@@ -294,7 +294,8 @@ def test_black_hole_fe_be_mid_body_of_a_50mb_load(lab):
     assert after_body <= reply["WriteDataTimeMs"] / 1000 + rpc_s + MARGIN_S, reply
     watcher.join()
     assert "error" not in routing, routing
-    print(f"out of routing {routing['seen']:.1f} s after the fault ({routing['row']})")
+    row = routing["row"]
+    print(f"out of routing {routing['seen']:.1f} s after the fault ({row['CanaryError'] or row['ErrMsg']})")
     assert routing["seen"] <= BOUND_S + MARGIN_S, routing
     healed = _heal_and_wait(lab)
     print(f"FE<->BE black hole removed: writable after {healed:.1f} s")
