@@ -70,14 +70,7 @@ class Forwarder:
         """A client of its own: a table's loads arrive many at a time, each holding one
         connection to the owner while its body streams (the FE calls keep their pool)."""
         if self._rpc is None:
-            be = self.be
-            self._rpc = RpcClient(
-                user_timeout_ms=be.cfg.tcp_user_timeout_ms,
-                keepalive_idle_s=be.cfg.tcp_keepalive_idle_s,
-                limit_per_host=1024,
-                detector=be.rpc.detector if be.rpc is not None else None,
-                metrics=be.metrics,
-            )
+            self._rpc = self.be.peer_client(limit_per_host=1024)
         return self._rpc
 
     async def close(self) -> None:

@@ -86,6 +86,17 @@ class BeServer:
     def token(self) -> str:
         return self.identity.get("token") or self.cfg.cluster_token
 
+    def peer_client(self, limit_per_host: int) -> RpcClient:
+        """A client for BE→BE calls (forwarding, WAL copies) with this BE's socket settings,
+        failure detector and metrics, and a connection pool of its own."""
+        return RpcClient(
+            user_timeout_ms=self.cfg.tcp_user_timeout_ms,
+            keepalive_idle_s=self.cfg.tcp_keepalive_idle_s,
+            limit_per_host=limit_per_host,
+            detector=self.rpc.detector if self.rpc is not None else None,
+            metrics=self.metrics,
+        )
+
     def fe_peer(self) -> str:
         host = self.identity.get("fe_host") or self.cfg.fe_host
         port = self.identity.get("fe_http_port") or self.cfg.fe_http_port

@@ -257,14 +257,7 @@ class ReplicaStore:
     @property
     def rpc(self) -> RpcClient:
         if self._rpc is None:
-            be = self.be
-            self._rpc = RpcClient(
-                user_timeout_ms=be.cfg.tcp_user_timeout_ms,
-                keepalive_idle_s=be.cfg.tcp_keepalive_idle_s,
-                limit_per_host=64,
-                detector=be.rpc.detector if be.rpc is not None else None,
-                metrics=be.metrics,
-            )
+            self._rpc = self.be.peer_client(limit_per_host=64)
         return self._rpc
 
     def start(self) -> None:
