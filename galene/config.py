@@ -33,6 +33,9 @@ class Config:
     stream_load_default_precommit_timeout_second: int = 3600
     heartbeat_interval_second: int = 5
     max_backend_heartbeat_failure_times: int = 3
+    # Doris: the PREPARE txns a BE coordinates are aborted once its heartbeats have failed this
+    # long ("coordinate BE is down"), and at once when it restarts (fe/backends.py).
+    abort_txn_after_lost_heartbeat_time_second: int = 300
     gc_grace_seconds: int = 600  # unreferenced data files younger than this are kept
     gc_interval_seconds: int = 300
     # Query engine: spark (Apache Spark: spark_master, SPARK_MASTER / SPARK_REMOTE) | sail (an

@@ -225,6 +225,12 @@ class Group:
     replicated: bool = False
     replicas: ReplicaSet | None = None
     lane_durable: asyncio.Future | None = None
+    # The FE's write lease (be/wal_replica.py WalLease) when the group opened: it answers
+    # loads only while that lease holds. taken_over: its label was committed by a holder of a
+    # copy of its WAL (the FE thought this BE dead), not by this BE.
+    lease_epoch: int = 0
+    first_txn_id: int = 0
+    taken_over: bool = False
 
     def lane_answered_cb(self, _answer: asyncio.Future) -> None:
         self.lane_answered()
@@ -346,6 +352,9 @@ class GroupCommitQueue:
                         self.current = await self.manager.next_group(self, table)
                     group = self.current
             if not group.closed:
+                if group.replicated and self.manager.replicated_group_spent(group):
+                    self.close(group)  # its loads could not be answered: open a new group
+                    continue
                 return group
 
     def add_bytes(self, group: Group, nbytes: int) -> None:
@@ -471,9 +480,11 @@ class SmallLoadLane:
             status, total, filtered, unselected, loaded, errors = await answer
         except IngestWorkerError as e:
             return LaneOutcome(answered_at=time.monotonic(), error=e)
-        if group.replicated and status is None and group.lane_durable is not None:
+        if group.replicated and status is None:
             try:  # its rows (which came ahead of this answer) are in a quorum of WAL copies
-                await asyncio.shield(group.lane_durable)
+                if group.lane_durable is not None:
+                    await asyncio.shield(group.lane_durable)
+                manager.check_lease(group)
             except (GaleneError, OSError) as e:
                 return LaneOutcome(answered_at=time.monotonic(), error=e)
         out = LaneOutcome(
@@ -622,6 +633,8 @@ class GroupCommitManager:
                 await self._abort(int(body["txn_id"]), "group commit: stale txn of this group")
             raise FeRefused(body)
         group.txn_id = int(body["txn_id"])
+        if not group.first_txn_id:
+            group.first_txn_id = group.txn_id
         group.table = msgspec.convert(body["table"], Table)
         group.max_bytes = data_bytes(group.table)
 
@@ -775,6 +788,7 @@ class GroupCommitManager:
                     try:
                         if entry.in_wal:
                             await self.append_wal(group, [entry])
+                            self.check_lease(group)
                         if client_label is not None:
                             await self.reserve(group, client_label)
                         durable = True
@@ -788,6 +802,12 @@ class GroupCommitManager:
                     assert group.done is not None
                     stage = "the merged commit"
                     reply.txn_id = await asyncio.shield(group.done)
+                    if group.taken_over and key is None:
+                        # Off the lane, sync rows are not in the WAL copies the takeover committed.
+                        raise LoadError(
+                            f"group commit: group {group.label} was committed from a WAL copy on "
+                            "another BE while the FE could not reach this one; this load was not loaded"
+                        )
             reply.number_loaded_rows = loaded_rows
             reply.status = "Success"
             reply.message = "OK"
@@ -876,6 +896,7 @@ class GroupCommitManager:
         if group is None:
             group = await self._prepare_group(queue, table, with_wal=False)
         assert group.table is not None
+        group.lease_epoch = self.be.wal_replicas.lease.epoch
         group.timer = asyncio.get_running_loop().call_later(interval_s(group.table), queue.close, group)
         if not self._stopping:
             queue.spare = self.spawn(self._prepare_group(queue, table, with_wal=True), "group-commit-spare")
@@ -960,6 +981,19 @@ class GroupCommitManager:
             group.replicas = self.be.wal_replicas.new_set(group, group.table)
         if group.replicas is not None:
             await group.replicas.append(encode_parts(group.label, [(e.sub_label, e.data) for e in entries]))
+
+    def check_lease(self, group: Group) -> None:
+        """Raise unless a replicated group may acknowledge a load now (be/wal_replica.py)."""
+        lease = self.be.wal_replicas.lease
+        if group.replicated and group.replicas is not None and not lease.holds(group.lease_epoch):
+            raise LoadError(f"[CANCELLED]group commit load not acknowledged: {lease.why_not()}")
+
+    def replicated_group_spent(self, group: Group) -> bool:
+        """A replicated group that can answer no more loads: its peers fell below a quorum, or
+        the write lease lapsed since it opened (a new group gets a new set and epoch)."""
+        if group.replicas is not None and group.replicas.fatal is not None:
+            return True
+        return group.lease_epoch != self.be.wal_replicas.lease.epoch
 
     def _wal_writer(self, group: Group, spare: bool = False) -> RemoteWalWriter:
         path = wal_dir(self.wal_root, group.db_id, group.table_id) / wal_file_name(group.wal_id, group.label)
@@ -1048,6 +1082,9 @@ class GroupCommitManager:
                 raise
             except AlreadyCommitted as e:
                 await asyncio.to_thread(delete_rowset_files, self.be.fs, self.be.root, rowsets)
+                if group.first_txn_id and e.txn_id != group.first_txn_id:
+                    group.taken_over = True
+                    log.warning("group %s was committed by txn %s from a WAL copy", group.label, e.txn_id)
                 group.txn_id = e.txn_id
                 return e.txn_id
             except (GaleneError, OSError, TimeoutError) as e:

@@ -315,6 +315,8 @@ class BeServer:
         return web.Response(text=text)
 
     async def handle_heartbeat(self, request: web.Request) -> web.Response:
+        # The FE cut off from this BE while clients and peers still reach it (a partition).
+        await self.debug_points.park("heartbeat.handler")
         payload = await read_json_object(request, HEARTBEAT_MAX_BYTES)
         known = self.identity.get("cluster_id")
         if known and payload.get("cluster_id") and int(known) != int(payload["cluster_id"]):
@@ -341,6 +343,9 @@ class BeServer:
         if isinstance(peers, list):
             self.peers = [p for p in peers if isinstance(p, dict) and p.get("addr")]
         self.last_heartbeat = time.time()
+        lease = payload.get("wal_lease_until")
+        if isinstance(lease, (int, float)) and lease > 0:
+            self.wal_replicas.lease.renew(float(lease))
         self.health.set_draining(bool(payload.get("decommissioned")))
         return web.json_response(
             {

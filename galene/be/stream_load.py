@@ -118,6 +118,10 @@ def new_label() -> str:
     return str(uuid.uuid4()).replace("-", "_")
 
 
+# Aborts of begins that got no answer, still retrying (kept referenced until done).
+_UNANSWERED_BEGINS: set[asyncio.Task] = set()
+
+
 class FeTxnClient:
     """The BE's view of the FE transaction API (all calls go through the deadline client)."""
 
@@ -137,18 +141,26 @@ class FeTxnClient:
     async def begin(
         self, db: str, table: str, label: str, user: str, password: str, timeout_s: int
     ) -> tuple[int, Table]:
-        body = await self._call(
-            "/api/_internal/txn/begin",
-            {
-                "db": db,
-                "table": table,
-                "label": label,
-                "user": user,
-                "password": password,
-                "timeout_s": timeout_s,
-                "backend_id": self.be.backend_id,
-            },
-        )
+        try:
+            body = await self._call(
+                "/api/_internal/txn/begin",
+                {
+                    "db": db,
+                    "table": table,
+                    "label": label,
+                    "user": user,
+                    "password": password,
+                    "timeout_s": timeout_s,
+                    "backend_id": self.be.backend_id,
+                },
+            )
+        except (DeadlineExceeded, RpcUnavailable):
+            # The FE may have begun the txn and only its answer be lost: unaborted, it would
+            # hold the label (a retry: "Label Already Exists") until its timeout, 3 days.
+            task = asyncio.ensure_future(self._abort_unanswered_begin(db, label, time.time()))
+            _UNANSWERED_BEGINS.add(task)
+            task.add_done_callback(_UNANSWERED_BEGINS.discard)
+            raise
         if body.get("status") != "OK":
             err = LoadError(
                 body.get("message", "begin transaction failed"), status=body.get("load_status", "Fail")
@@ -157,6 +169,31 @@ class FeTxnClient:
             err.txn_id = body.get("txn_id", 0)  # type: ignore[attr-defined]
             raise err
         return int(body["txn_id"]), msgspec.convert(body["table"], Table)
+
+    async def _abort_unanswered_begin(self, db: str, label: str, gave_up: float, for_s: float = 120.0) -> None:
+        """Abort the txn a begin without an answer may have left under `label` (a PREPARE txn
+        of this BE begun before `gave_up`, wall clock: not a retry's), retrying while the FE
+        cannot be reached, for `for_s` at most."""
+        until = time.monotonic() + for_s
+        reason = "begin transaction got no answer at the BE; the load was not loaded"
+        while time.monotonic() < until:
+            try:
+                body = await self._call(
+                    "/api/_internal/txn/abort_label",
+                    {
+                        "db": db,
+                        "label": label,
+                        "backend_id": self.be.backend_id,
+                        "begun_before": gave_up,
+                        "reason": reason,
+                    },
+                    timeout_s=min(5.0, self.be.cfg.rpc_timeout_ms / 1000),
+                )
+                log.info("unanswered begin of label %s: txn %s", label, body.get("txn_status"))
+                return
+            except (DeadlineExceeded, RpcUnavailable, LoadError) as e:
+                log.info("abort of unanswered begin of label %s: %s; retrying", label, e)
+                await asyncio.sleep(2.0)
 
     async def commit(
         self, txn_id: int, rowsets: list[Rowset], num_rows: int, load_bytes: int, two_phase: bool

@@ -26,6 +26,20 @@ after failed heartbeats, dropped, or restarted: a new start time) and this holde
 longest copy; the FE aborts the owner's PREPARE txn and this BE replays the copy and commits
 it under the group's label, so the label machinery loads it exactly once even if the owner
 comes back and replays its own WAL.
+
+Fencing a cut-off owner (`WalLease`): an owner the FE cannot reach may still be reached by
+clients and peers (a partition, or a process paused and resumed). It must not acknowledge a
+load whose rows a takeover of its group would miss. So an owner answers loads of a
+replicated group only while it holds the FE's write lease: every heartbeat after a good one
+carries `wal_lease_until` (FE wall clock + `4 × heartbeat_interval_second`, at least 3 s); a
+BE acknowledges only while its clock is before that instant and the lease has not lapsed
+since the group opened (a lapse followed by a renewal bumps the lease epoch, and groups of an
+older epoch are closed and take no more loads). The FE stops granting at the first failed
+heartbeat and lets a holder take a group over only once the last lease it may have granted
+has expired (plus `WAL_LEASE_MARGIN_S` for clock skew between the nodes). Every row an owner
+acknowledged was in a quorum of copies before its lease ended, so in the longest copy the
+takeover commits. A sync_mode load of such a group whose group was committed from a copy is
+answered Fail (its rows go to the peers only through the lane, not on the other path).
 """
 
 from __future__ import annotations
@@ -56,6 +70,31 @@ CALL_BYTES = 8 << 20
 # What a holder accepts in one call (a record is at most ~256 MiB: wal.MAX_GROUPED_RECORD_BYTES).
 MAX_CALL_BYTES = 512 << 20
 _ALLOC = re.compile(r"tag\.location\.[^:]+:\s*(\d+)")
+
+
+class WalLease:
+    """The FE's write lease for replicated groups, as this BE holds it (see the docstring)."""
+
+    def __init__(self) -> None:
+        self.until = 0.0  # wall clock (the FE's grant; clocks are assumed within the margin)
+        self.epoch = 0  # bumped by a renewal after a lapse: groups opened before cannot answer
+
+    def renew(self, until: float) -> None:
+        if time.time() >= self.until:
+            self.epoch += 1
+        self.until = max(self.until, until)
+
+    def holds(self, epoch: int) -> bool:
+        """Whether a group opened at `epoch` may acknowledge a load now."""
+        return epoch == self.epoch and time.time() < self.until
+
+    def why_not(self) -> str:
+        if not self.until:
+            return "this BE holds no write lease from the FE yet (no heartbeat since it started)"
+        ago = time.time() - self.until
+        if ago > 0:
+            return f"this BE's write lease from the FE expired {ago:.1f} s ago (no heartbeat from the FE)"
+        return "this BE's write lease from the FE lapsed while the group was open"
 
 
 def replication_num(table: Table | None) -> int:
@@ -245,6 +284,7 @@ class ReplicaStore:
         self._task: asyncio.Task | None = None
         self._replaying: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
+        self.lease = WalLease()
 
     def spawn(self, coro) -> asyncio.Task:
         """A background task of this store (cancelled at stop)."""

@@ -12,7 +12,8 @@ worker parks before each WAL fsync, the canary's too; it lives in the worker pro
 is bounded by its timeout), `stream_load.forwarded` (a BE parks a load that another BE
 forwarded to it before reading a byte of it: the #64708 signature, TCP connects and the
 handler never runs), `stream_load.storage_write` (a BE parks rowset writes of loads and
-canaries: storage I/O that does not answer).
+canaries: storage I/O that does not answer), `heartbeat.handler` (a BE parks the FE's
+heartbeats: the FE sees it dead while clients and peer BEs still reach it).
 """
 
 from __future__ import annotations

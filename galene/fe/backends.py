@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from galene.catalog.model import Backend
 from galene.fe.load_routing import GroupCommitAffinity
+from galene.fe.wal_replicas import wal_lease_s
 from galene.net.failure import FailureDetector
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class BackendRuntime:
     canary_error: str = ""
     canary_stages: dict = field(default_factory=dict)
     canary_peers: dict = field(default_factory=dict)
+    failing_since: float = 0.0  # time.time() of the first failed heartbeat in a row
+    txns_aborted: bool = False  # its PREPARE txns were aborted in this run of failures
 
 
 class BackendMonitor:
@@ -67,6 +70,9 @@ class BackendMonitor:
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self.affinity = GroupCommitAffinity()
+        # The latest write lease (FE wall clock) each BE may hold (fe/wal_replicas.py); kept
+        # after a BE is dropped, which may still be running.
+        self.lease_until: dict[int, float] = {}
 
     def status(self, be_id: int) -> BackendRuntime:
         return self.runtime.setdefault(be_id, BackendRuntime())
@@ -85,6 +91,12 @@ class BackendMonitor:
             "decommissioned": be.decommissioned,
             "peers": self.wal_peers(be.id),
         }
+        if rt.heartbeat_failures == 0:
+            # Granted only after a good heartbeat, and noted before it is sent: a heartbeat
+            # whose answer is lost may still have reached the BE.
+            until = time.time() + wal_lease_s(self.interval_s)
+            self.lease_until[be.id] = max(self.lease_until.get(be.id, 0.0), until)
+            payload["wal_lease_until"] = until
         try:
             status, body = await self.fe.rpc.call_json(
                 "POST",
@@ -96,14 +108,29 @@ class BackendMonitor:
                 raise RuntimeError(f"heartbeat refused: HTTP {status} {body}")
         except Exception as e:  # noqa: BLE001 - any failure counts; the detector decides when it is down
             self.detector.record_failure(peer, str(e))
+            if not rt.heartbeat_failures:
+                rt.failing_since = time.time()
             rt.heartbeat_failures += 1
             rt.err_msg = (f"{rt.exit_reason} (heartbeat: {e})" if rt.exit_reason else str(e))[:500]
             if self.detector.is_down(peer):
                 rt.alive = False
+            await self._abort_txns_if_down_long(be, rt)
             return
+        started = float(body.get("start_time", 0) or 0)
+        if rt.last_start_time and started and abs(started - rt.last_start_time) > 0.001:
+            # Restarted: the loads it coordinated died with the old process (its group-commit
+            # txns are the BE's own to recover: recover_group_txns, with their WAL).
+            await asyncio.to_thread(
+                self.fe.catalog.abort_backend_txns,
+                be.id,
+                "coordinate BE restart",
+                begun_before=started,
+                skip_group_commit=True,
+            )
         self.detector.record_success(peer)
         rt.alive = True
         rt.heartbeat_failures = 0
+        rt.txns_aborted = False
         rt.err_msg = ""
         rt.exit_reason = ""
         rt.last_heartbeat = time.time()
@@ -118,6 +145,18 @@ class BackendMonitor:
         rt.drain = body.get("drain") if isinstance(body.get("drain"), dict) else None
         if be.decommissioned and rt.drain and rt.drain.get("drained"):
             await self._finish_decommission(be)
+
+    async def _abort_txns_if_down_long(self, be: Backend, rt: BackendRuntime) -> None:
+        """Doris' abort_txn_after_lost_heartbeat_time_second: a BE whose heartbeats have failed
+        that long gets its PREPARE txns aborted ("coordinate BE is down"), so their labels are
+        free for a retry elsewhere; if it comes back, its commits of them are refused."""
+        limit = float(self.fe.cfg.abort_txn_after_lost_heartbeat_time_second)
+        if rt.alive or rt.txns_aborted or not rt.failing_since or time.time() - rt.failing_since < limit:
+            return
+        rt.txns_aborted = True
+        n = await asyncio.to_thread(self.fe.catalog.abort_backend_txns, be.id, "coordinate BE is down")
+        if n:
+            log.warning("backend %s:%s down for %.0f s: aborted %d txn(s)", be.host, be.heartbeat_port, limit, n)
 
     def _note_table_bytes(self, reported) -> None:
         if not isinstance(reported, list):

@@ -627,6 +627,55 @@ class CatalogService:
             if txn is not None and txn.status == "PREPARE":
                 self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason[:1024], time=time.time()))
 
+    def abort_backend_txns(
+        self,
+        backend_id: int,
+        reason: str,
+        *,
+        begun_before: float | None = None,
+        skip_group_commit: bool = False,
+        limit: int = 1000,
+    ) -> int:
+        """Doris' abortTxnWhenCoordinateBeDown / …Restart: abort the PREPARE txns `backend_id`
+        coordinates (begun before `begun_before`, when given), so their labels are free again
+        instead of held until their timeout. PRECOMMITTED (2PC) txns wait for their commit or
+        abort. Returns how many were aborted."""
+        with self.lock:
+            now = time.time()
+            n = 0
+            for txn in list(self.state.txns.values()):
+                if txn.backend_id != backend_id or txn.status != "PREPARE":
+                    continue
+                if skip_group_commit and txn.label.startswith(GROUP_COMMIT_LABEL_PREFIX):
+                    continue
+                if begun_before is not None and txn.begin_time >= begun_before:
+                    continue
+                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason, time=now))
+                n += 1
+                if n >= limit:
+                    break
+            return n
+
+    def abort_label_of_backend(
+        self, db_name: str, label: str, backend_id: int, begun_before: float | None, reason: str
+    ) -> str:
+        """A BE whose begin of `label` got no answer aborts the txn it may have begun (else a
+        retry with the label is refused until the txn's timeout, 3 days by default). Only a
+        PREPARE txn this BE began before `begun_before` (the BE gave up then; a retry's txn is
+        later) is aborted; the answer is the label's txn status (or UNKNOWN)."""
+        with self.lock:
+            db_id = self.state.db_names.get(db_name)
+            db = self.state.databases.get(db_id) if db_id is not None else None
+            txn_id = db.labels.get(label) if db is not None else None
+            txn = self.state.txns.get(txn_id) if txn_id is not None else None
+            if txn is None:
+                return "UNKNOWN"
+            mine = txn.backend_id == backend_id and (begun_before is None or txn.begin_time <= begun_before)
+            if txn.status == "PREPARE" and mine:
+                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason[:1024], time=time.time()))
+                return "ABORTED"
+            return txn.status
+
     def recover_group_txns(self, backend_id: int, groups: list[tuple[int, str]]) -> dict[str, str]:
         """A restarted BE's first call: abort every PREPARE group-commit txn it began (their
         in-memory parts died with it, their WAL parts are replayed), then report the status
@@ -850,6 +899,8 @@ class CatalogService:
         with self.lock:
             for be in self._find_backends(hosts, "backend does not exists[{}]"):
                 self.store.log(ops.DropBackend(backend_id=be.id))
+                # It may still be running: whatever it commits later is refused.
+                self.abort_backend_txns(be.id, "coordinate BE is dropped")
 
     def drop_backend_by_id(self, backend_id: int) -> bool:
         """The end of a DECOMMISSION: the BE holds nothing any more (False: already gone, or the
@@ -859,6 +910,7 @@ class CatalogService:
             if be is None or not be.decommissioned:
                 return False
             self.store.log(ops.DropBackend(backend_id=backend_id))
+            self.abort_backend_txns(backend_id, "coordinate BE is dropped")
             return True
 
     def decommission_backends(self, hosts: list[tuple[str, int]], decommissioned: bool = True) -> list[Backend]:

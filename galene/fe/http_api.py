@@ -105,6 +105,7 @@ class FeHttpApi:
             web.post("/api/_internal/txn/begin", self.txn_begin),
             web.post("/api/_internal/txn/commit", self.txn_commit),
             web.post("/api/_internal/txn/abort", self.txn_abort),
+            web.post("/api/_internal/txn/abort_label", self.txn_abort_label),
             web.post("/api/_internal/table_info", self.table_info),
             web.post("/api/_internal/group_commit/begin", self.group_commit_begin),
             web.post("/api/_internal/group_commit/reserve_label", self.group_commit_reserve_label),
@@ -400,6 +401,8 @@ class FeHttpApi:
                 timeout_s=int(p.get("timeout_s") or 0) or None,
                 backend_id=int(p.get("backend_id") or 0),
             )
+            # A begin whose answer does not come back in time (tests: the BE then aborts it).
+            await self.fe.debug_points.park("txn.begin.answer")
             return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
 
         return await self._internal(request, fn)
@@ -520,6 +523,22 @@ class FeHttpApi:
                     "group commit owner died: replayed from a WAL copy",
                 )
             return {"status": "OK", "groups": verdicts}
+
+        return await self._internal(request, fn)
+
+    async def txn_abort_label(self, request: web.Request) -> web.Response:
+        """A BE's begin of a label got no answer: abort the PREPARE txn it may have begun."""
+
+        async def fn(p: dict) -> dict:
+            status = await asyncio.to_thread(
+                self.fe.catalog.abort_label_of_backend,
+                str(p["db"]),
+                str(p["label"]),
+                int(p.get("backend_id") or 0),
+                float(p.get("begun_before") or 0) or None,
+                str(p.get("reason", "")),
+            )
+            return {"status": "OK", "txn_status": status}
 
         return await self._internal(request, fn)
 

@@ -7,7 +7,11 @@ time, group label, bytes). For each, the FE answers:
 * KEEP: the owner is alive and has not restarted since it wrote the group (it commits the
   group itself), or another holder was chosen, or the owner died only just now;
 * TAKEOVER: the owner is dead (a known member whose heartbeats failed and which is not
-  alive, dropped, or alive with another start time: restarted, its data maybe gone), the
+  alive, dropped, or alive with another start time: restarted, its data maybe gone) and —
+  unless its process is known gone (restarted, or its supervisor saw it exit) — the last
+  write lease the FE may have granted it has expired (`wal_lease_s` + `WAL_LEASE_MARGIN_S`:
+  an owner cut off from the FE but not from clients and peers answers no load after that; see
+  be/wal_replica.py), the
   group's first report came `SETTLE_S` ago (every holder has reported by then) and this
   holder's copy is the longest reported (every copy is a prefix of the group's records, so
   the longest holds every acknowledged one; ties go to the lowest backend id). The owner's
@@ -26,6 +30,14 @@ from dataclasses import dataclass, field
 
 SETTLE_S = 3.0
 REPORT_TTL_S = 10.0
+# Allowed clock difference between the FE and a BE (the lease is an FE wall-clock instant).
+WAL_LEASE_MARGIN_S = 2.0
+
+
+def wal_lease_s(heartbeat_interval_s: float) -> float:
+    """How long one heartbeat's write lease lasts: three heartbeats may be missed or late
+    (a heartbeat after a failed one grants none) before a busy owner stops answering."""
+    return max(3.0, 4 * float(heartbeat_interval_s))
 
 
 @dataclass
@@ -41,14 +53,18 @@ class ReplicaArbiter:
         self.groups: dict[tuple[int, str], _Group] = {}
 
     def owner_dead(self, owner_id: int, owner_start_ms: int) -> bool:
+        monitor = self.fe.backends
+        lease_over = time.time() >= monitor.lease_until.get(owner_id, 0.0) + WAL_LEASE_MARGIN_S
         be = self.fe.state.backends.get(owner_id)
-        if be is None:
-            return True
-        rt = self.fe.backends.status(owner_id)
+        if be is None:  # dropped: maybe still running, so only once its lease is over
+            return lease_over
+        rt = monitor.status(owner_id)
         if rt.alive:
             started = int(rt.last_start_time * 1000)
-            return bool(started) and abs(started - owner_start_ms) > 1
-        return rt.heartbeat_failures > 0 or bool(rt.exit_reason)
+            return bool(started) and abs(started - owner_start_ms) > 1  # restarted: gone
+        if rt.exit_reason:  # its supervisor saw the process exit
+            return True
+        return rt.heartbeat_failures > 0 and lease_over
 
     def verdicts(self, holder: int, groups: list[dict]) -> tuple[dict[str, str], list[tuple[int, str]]]:
         """The verdict per label, and the (db_id, label) whose owner's txn the caller must

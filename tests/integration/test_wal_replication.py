@@ -12,7 +12,12 @@ which owns their groups and copies each WAL record to the two others:
   holder of a copy replay and commit the group under its label; every acknowledged row is
   visible exactly once, and the holders drop their copies afterwards;
 * an owner SIGKILLed and restarted with its WAL replays its group while a holder may take it
-  over: loaded once.
+  over: loaded once;
+* an owner the FE cannot reach while clients and peers still do (its heartbeats parked): the
+  FE stops granting it the write lease, a holder takes its group over once the lease has
+  expired, and the owner answers no load from then on until it holds a new lease: every
+  acknowledged row is visible exactly once (a zombie owner never acknowledges rows the
+  takeover does not commit).
 """
 
 from __future__ import annotations
@@ -41,10 +46,10 @@ def env(tmp_path_factory):
         d,
         n_backends=3,
         fe_conf={"max_backend_heartbeat_failure_times": "2"},
-        be_conf={"be_wal_replica_timeout_second": str(REPLICA_S)},
+        be_conf={"be_wal_replica_timeout_second": str(REPLICA_S), "enable_debug_points": "true"},
     ).start()
     c.fe.query("CREATE DATABASE IF NOT EXISTS r")
-    for name, interval in (("t", 1000), ("k", 600000)):
+    for name, interval in (("t", 1000), ("k", 600000), ("z", 600000)):
         c.fe.query(
             f"CREATE TABLE IF NOT EXISTS r.{name} (id BIGINT, v VARCHAR(16)) DUPLICATE KEY(id) "
             f'DISTRIBUTED BY HASH(id) BUCKETS 2 PROPERTIES ("replication_num" = "3", '
@@ -180,6 +185,89 @@ def test_two_peers_stopped_loads_fail_with_doris_text(env):
     assert reply["Status"] == "Success", reply
     counts = _wait_rows(c, "t", {104})
     assert not {101, 102, 103} & set(counts), counts  # failed loads are not loaded
+
+
+def _debug_point(be: GaleneProcess, action: str, name: str, **query) -> None:
+    r = httpx.post(
+        f"http://127.0.0.1:{be.be_http_port}/api/debug_point/{action}/{name}",
+        params=query,
+        headers=auth_header(),
+        timeout=10,
+    )
+    assert r.json()["code"] == 0, r.text
+
+
+def _alive(c: GaleneCluster, be: GaleneProcess) -> bool:
+    row = c.backend(be)
+    assert row is not None, "backend not listed"
+    return row["Alive"] == "true"
+
+
+def test_owner_cut_off_from_the_fe_acknowledges_nothing_the_takeover_misses(env):
+    c = env
+    owner = c.bes[0]
+    acked: set[int] = set()
+    failed: list[str] = []
+    stop = threading.Event()
+    back = threading.Event()  # the FE reaches the owner again
+    acked_back: set[int] = set()
+    next_id = iter(range(50_000, 60_000))
+
+    def loader() -> None:
+        while not stop.is_set():
+            i = next(next_id)
+            try:
+                reply, _ = _load(owner, "z", f"{i},zombie\n".encode(), {"timeout": "5"})
+            except httpx.HTTPError as e:
+                failed.append(str(e))
+                continue
+            if reply["Status"] == "Success":
+                acked.add(i)
+                if back.is_set():
+                    acked_back.add(i)
+            else:
+                failed.append(reply["Message"])
+            time.sleep(0.02)
+
+    threads = [threading.Thread(target=loader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(2)
+        _debug_point(owner, "add", "heartbeat.handler", timeout=120)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _alive(c, owner):
+            time.sleep(0.3)
+        assert not _alive(c, owner)
+        # A holder takes the owner's open group over (600 s interval: only a takeover commits it).
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not _counts(c, "z"):
+            time.sleep(0.3)
+        assert _counts(c, "z"), "no takeover"
+        time.sleep(4)  # the owner keeps getting loads after the takeover
+        _debug_point(owner, "remove", "heartbeat.handler")
+        _wait_alive(c, 3)
+        time.sleep(1)
+        back.set()
+        time.sleep(4)  # and after it is back
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+        _debug_point(owner, "remove", "heartbeat.handler")
+    assert acked
+    # Cut off, the owner refused loads once its lease was over; back, it answers again.
+    assert any("write lease" in m for m in failed), failed[-5:]
+    assert acked_back, failed[-5:]
+    # The owner's later groups (600 s interval) are committed by replaying its WAL at a restart.
+    owner.kill()
+    owner.start()
+    counts = _wait_rows(c, "z", acked, timeout=90)
+    missing = acked - set(counts)
+    assert not missing, (len(missing), sorted(missing)[:20], failed[-5:])
+    assert all(counts[i] == 1 for i in acked), {i: n for i, n in counts.items() if n != 1}
+    _wait_alive(c, 3)
+    time.sleep(2)  # every BE knows its peers again
 
 
 def test_owner_killed_and_its_data_deleted_loses_no_acknowledged_row(env):
