@@ -924,7 +924,7 @@ class GroupCommitManager:
             wal_id=self._next_wal_id(),
         )
         group.done = asyncio.get_running_loop().create_future()
-        group.replicated = self.be.wal_replicas.replicas_for(table) > 1
+        group.replicated = await self.be.wal_replicas.replicas_for_new_group(table) > 1
         await self._begin(group)
         group.begun_at = time.monotonic()
         if with_wal:

@@ -74,6 +74,9 @@ class BeServer:
         # The other BEs (address, alive, writable), as the FE's heartbeat lists them: WAL
         # replicas of replication_num > 1 groups go there (be/wal_replica.py).
         self.peers: list[dict] = []
+        # Set by the first heartbeat since this process started (it lists the peers): until
+        # then a replicated group would see no peer and cap its R at 1.
+        self.peers_known = asyncio.Event()
         self.wal_replicas = ReplicaStore(self)
         self.debug_points = DebugPoints(cfg.enable_debug_points, on_change=self._debug_point_changed)
 
@@ -342,6 +345,7 @@ class BeServer:
         peers = payload.get("peers")
         if isinstance(peers, list):
             self.peers = [p for p in peers if isinstance(p, dict) and p.get("addr")]
+            self.peers_known.set()
         self.last_heartbeat = time.time()
         lease = payload.get("wal_lease_until")
         if isinstance(lease, (int, float)) and lease > 0:

@@ -325,6 +325,14 @@ class ReplicaStore:
             return 1
         return min(r, 1 + len(self.be.peers))
 
+    async def replicas_for_new_group(self, table: Table | None) -> int:
+        """`replicas_for`, once this BE knows its peers: a replicated table's new group waits
+        (within its load's deadline) for the FE's first heartbeat since this BE started, which
+        lists them; before it the cap would make R = 1 and acknowledge loads with one copy."""
+        if replication_num(table) > 1:
+            await self.be.peers_known.wait()
+        return self.replicas_for(table)
+
     def new_set(self, group, table: Table) -> ReplicaSet | None:
         r = self.replicas_for(table)
         if r <= 1:

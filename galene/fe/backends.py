@@ -234,18 +234,20 @@ class BackendMonitor:
 
     def wal_peers(self, be_id: int) -> list[dict]:
         """The BEs other than `be_id` that may hold WAL replicas (be/wal_replica.py): every
-        member not decommissioned and not `disable_load` whose HTTP port is known, with
-        whether it is alive and writable now (the owner tries those first). Down members
-        count too: replication_num is capped at the cluster's size, not at its health, so
-        two broken peers of three fail loads instead of leaving one copy."""
+        member not decommissioned and not `disable_load`, with whether it is alive and
+        writable now (the owner tries those first). Down members count too: replication_num
+        is capped at the cluster's size, not at its health, so two broken peers of three fail
+        loads instead of leaving one copy. So do members that have not answered a heartbeat
+        yet (their HTTP port unknown: listed at the port the FE heartbeats, which the BE's
+        HTTP app answers too); leaving them out made the first heartbeats after a cluster
+        start list no peers, and R=3 groups acknowledged loads with one copy."""
         out = []
         for be in sorted(self.fe.state.backends.values(), key=lambda b: b.id):
             rt = self.status(be.id)
-            if be.id == be_id or be.decommissioned or be.disable_load or not rt.http_port:
+            if be.id == be_id or be.decommissioned or be.disable_load:
                 continue
-            out.append(
-                {"id": be.id, "addr": f"{be.host}:{rt.http_port}", "alive": rt.alive, "writable": rt.writable}
-            )
+            port = rt.http_port or be.heartbeat_port
+            out.append({"id": be.id, "addr": f"{be.host}:{port}", "alive": rt.alive, "writable": rt.writable})
         return out
 
     def group_commit_owner(self, table) -> tuple[Backend, BackendRuntime] | None:

@@ -12,7 +12,8 @@ doctor` names the broken hop (both ends) and exits 2 while a black hole lasts, 0
 the fault is removed the BE is writable again within 5 s.
 
 Cases: black hole FE→BE, and FE↔BE in the middle of a 50 MB load's body; black hole BE→BE only (the #64708 shape), before and in the middle of
-a forwarded body; a BE's own address black-holed from inside its namespace; established
+a forwarded body, and on the WAL-copy hop of a `replication_num` 3 table (the owner from one
+replica peer, then from both); a BE's own address black-holed from inside its namespace; established
 connections reset and new ones refused; storage writes that do not answer (debug point); an
 owner that accepts a forwarded load and never runs it (debug point); a slow link (tbf 64 kbit/s)
 under 64 concurrent clients; the FE partitioned from a BE that haproxy still sends loads to;
@@ -26,11 +27,12 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header, free_port
+from tests.galene_proc import GaleneCluster, auth_header, free_port, metric_value
 from tests.haproxy import Haproxy, ensure_haproxy
 from tests.netfault import NetLab, have_iptables, unavailable_reason
 
@@ -39,6 +41,11 @@ pytestmark = pytest.mark.slow
 INTERVAL_S, TIMEOUT_S = 2, 2
 BOUND_S = 2 * INTERVAL_S + TIMEOUT_S
 FORWARD_CONNECT_S, FORWARD_S = 2, 4
+REPLICA_S = 2  # be_wal_replica_timeout_second: the deadline of one WAL copy call
+# nf.r3's group interval: longer than REPLICA_S, so a copy call to a black-holed peer reaches
+# its deadline (the peer is dropped from the group's set) before the group commits; a group
+# that commits first just cancels that call.
+R3_INTERVAL_S = 3
 MARGIN_S = 4.0  # a loaded 2-core box
 GC = {"column_separator": ",", "group_commit": "async_mode"}
 PUBLIC = {**GC, "redirect-policy": "public"}
@@ -85,6 +92,7 @@ def lab(tmp_path_factory):
                 "be_canary_timeout_second": str(TIMEOUT_S),
                 "be_forward_connect_timeout_second": str(FORWARD_CONNECT_S),
                 "be_forward_timeout_second": str(FORWARD_S),
+                "be_wal_replica_timeout_second": str(REPLICA_S),
                 "enable_debug_points": "true",
             },
             placement=places,
@@ -206,9 +214,9 @@ def _heal_and_wait(lab: Lab) -> float:
     return time.monotonic() - t0
 
 
-def _owner(lab: Lab):
+def _owner(lab: Lab, table: str = "t"):
     """The table's group-commit owner BE (the FE's choice, through a direct 307)."""
-    r = lab.c.redirect("nf", "t", {**GC, "redirect-policy": "direct"})
+    r = lab.c.redirect("nf", table, {**GC, "redirect-policy": "direct"})
     at = r.headers["location"].split("@", 1)[1].split("/", 1)[0]
     return next(b for b in lab.c.bes if lab.addr(b) == at)
 
@@ -410,6 +418,185 @@ def test_black_hole_be_to_be_forward(lab):
     assert reply["Status"] == "Success", reply
     loads.acked.append(1998)
     loads.check_exactly_once()
+
+
+class ReplicatedLoads:
+    """Async group-commit loads of 3 rows each (unique ids) into nf.r3 (`replication_num` 3);
+    every other one labelled (the labelled path and the SmallLoadLane copy rows differently).
+    Remembers acknowledged and failed ids, and each load's time to its answer."""
+
+    TIMEOUT_S = 10  # the loads' own `timeout`
+
+    def __init__(self, lab: Lab, start: int):
+        self.lab = lab
+        self.next = start
+        self.acked: set[int] = set()
+        self.failed: set[int] = set()
+        self._lock = threading.Lock()
+
+    def _ids(self) -> list[int]:
+        with self._lock:
+            first, self.next = self.next, self.next + 3
+        return list(range(first, first + 3))
+
+    def one(self, url: str | None = None) -> tuple[dict, float]:
+        """One load to `url` (a BE's _stream_load), else through the FE's 307: (reply, seconds)."""
+        ids = self._ids()
+        h = {**GC, "timeout": str(self.TIMEOUT_S)}
+        if ids[0] % 2:
+            h["label"] = f"r3_{ids[0]}_{time.time_ns()}"
+        t0 = time.monotonic()
+        if url is None:
+            r = self.lab.c.redirect("nf", "r3", {**h, "redirect-policy": "direct"})
+            assert r.status_code == 307, r.text
+            url = r.headers["location"]
+        reply = httpx.put(
+            url,
+            content="".join(f"{i},r3\n" for i in ids).encode(),
+            headers={**auth_header(), **h},
+            timeout=self.TIMEOUT_S + 30,
+        ).json()
+        took = time.monotonic() - t0
+        with self._lock:
+            (self.acked if reply.get("Status") == "Success" else self.failed).update(ids)
+        return reply, took
+
+    def many(self, url: str, n: int, rounds: int = 3) -> list[tuple[dict, float]]:
+        """`rounds` rounds of `n` concurrent loads, half a second apart."""
+        out = []
+        with ThreadPoolExecutor(n) as pool:
+            for _ in range(rounds):
+                out += list(pool.map(lambda _: self.one(url), range(n)))
+                time.sleep(0.5)
+        return out
+
+    def check_exactly_once(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = dict(self.lab.c.fe.query("SELECT id, COUNT(*) FROM nf.r3 GROUP BY id"))
+            if self.acked <= set(counts) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        time.sleep(R3_INTERVAL_S + 0.5)  # a group more: nothing of a failed load turns up later either
+        counts = dict(self.lab.c.fe.query("SELECT id, COUNT(*) FROM nf.r3 GROUP BY id"))
+        missing = {i: counts.get(i) for i in self.acked if counts.get(i) != 1}
+        assert not missing, missing
+        unacked = sorted(i for i in self.failed if i in counts)
+        assert not unacked, unacked
+
+
+def _wal_copies(be) -> list[Path]:
+    """The WAL copies of other BEs' groups this BE holds (be/wal_replica.py)."""
+    return [p for p in (be.data_dir / "be" / "wal_replica").glob("*/*") if p.is_file()]
+
+
+def _metric(lab: Lab, be, name: str) -> float:
+    text = httpx.get(f"http://{lab.addr(be)}/metrics", timeout=10).text
+    return metric_value(text, name) or 0.0
+
+
+def test_black_hole_be_to_be_wal_replication(lab):
+    """The #64708 shape on the WAL-copy hop (`replication_num` 3 on the lab's 3 BEs): async
+    loads go to the owner BE while its BE→BE path to one replica peer is black-holed both ways
+    (FE↔BE heartbeats untouched). The peer is dropped from each group's set after
+    `be_wal_replica_timeout_second` and the loads keep succeeding with 2 of 3 copies, none
+    waiting on a kernel retransmission timeout; the canary names the hop on both ends, both
+    stay writable (a quorum is still there). Then the owner is black-holed from BOTH peers:
+    its loads fail within the replica deadline with Doris' `failed to write enough replicas
+    1/3 … due to connection errors:` naming the peers, unacknowledged, nothing of them ever
+    visible; the owner is `Writable=false` within 2 canary periods (cut off from every peer)
+    and loads through the FE succeed on another owner. Healed, the owner's loads are copied
+    to both peers again with no process restarted; every acknowledged row is there once."""
+    c, net = lab.c, lab.net
+    c.fe.query(
+        "CREATE TABLE IF NOT EXISTS nf.r3 (id BIGINT, v VARCHAR(16)) DUPLICATE KEY(id) "
+        'DISTRIBUTED BY HASH(id) BUCKETS 2 PROPERTIES ("replication_num" = "3", '
+        f'"group_commit_interval_ms" = "{R3_INTERVAL_S * 1000}")'
+    )
+    loads = ReplicatedLoads(lab, 20_000)
+    pids = [b.proc.pid for b in (c.fe, *c.bes)]
+    owner = _owner(lab, "r3")
+    cut, kept = (b for b in c.bes if b is not owner)
+    url = f"http://{lab.addr(owner)}/api/nf/r3/_stream_load"
+    deadline_s = REPLICA_S + MARGIN_S  # the longest a copy hop can hold a load
+    assert deadline_s < loads.TIMEOUT_S  # so a load's own timeout never hides a parked copy
+    for reply, _ in loads.many(url, 4, rounds=1):
+        assert reply["Status"] == "Success", reply
+
+    # One replica peer black-holed: 2 of 3 copies.
+    dropped = _metric(lab, owner, "galene_be_wal_replica_dropped_total")
+    copied = _metric(lab, kept, "galene_be_wal_replica_bytes_total")
+    net.drop(lab.name(owner), cut.host)
+    net.drop(lab.name(cut), owner.host)
+    answers = loads.many(url, 6)
+    took = [t for _, t in answers]
+    print(f"one WAL peer black-holed: {len(answers)} loads, slowest {max(took):.1f} s")
+    for reply, t in answers:
+        assert reply["Status"] == "Success", reply
+        assert t < deadline_s, (t, reply)
+    # Each group's copy call to the peer ends at its deadline: the peer leaves the group's set.
+    t0 = time.monotonic()
+    while _metric(lab, owner, "galene_be_wal_replica_dropped_total") <= dropped:
+        assert time.monotonic() - t0 < deadline_s, "the black-holed peer was never dropped"
+        time.sleep(0.2)
+    assert _metric(lab, kept, "galene_be_wal_replica_bytes_total") > copied
+    rows = c.wait_backends(
+        lambda rows: (
+            any(r["HttpPort"] == str(owner.be_http_port) and lab.addr(cut) in r["CanaryError"] for r in rows)
+            and any(
+                r["HttpPort"] == str(cut.be_http_port) and lab.addr(owner) in r["CanaryError"] for r in rows
+            )
+        ),
+        timeout=BOUND_S + MARGIN_S,
+    )
+    print("canary:", {r["HttpPort"]: (r["Writable"], r["CanaryError"]) for r in rows})
+    assert all(r["Writable"] == "true" for r in rows), rows  # a quorum is still reachable
+
+    # The owner black-holed from both peers: no quorum.
+    net.drop(lab.name(owner), kept.host)
+    net.drop(lab.name(kept), owner.host)
+    t_fault = time.monotonic()
+    answers = loads.many(url, 4, rounds=2)
+    took = [t for _, t in answers]
+    print(
+        f"both WAL peers black-holed: {len(answers)} loads, slowest {max(took):.1f} s: {answers[0][0]['Message']}"
+    )
+    prefix = "failed to write enough replicas 1/3 for table r3 due to connection errors: "
+    for reply, t in answers:
+        assert reply["Status"] == "Fail", reply
+        assert reply["Message"].startswith(prefix), reply
+        assert all(f"{lab.addr(b)}: " in reply["Message"] for b in (cut, kept)), reply
+        assert t < deadline_s, (t, reply)
+    _, row = _out_of_routing(c, owner, BOUND_S + MARGIN_S + 10)
+    seen = time.monotonic() - t_fault
+    print(f"owner cut off from its peers: out of routing {seen:.1f} s after the fault ({row['CanaryError']})")
+    assert seen <= BOUND_S + MARGIN_S
+    assert row["Alive"] == "true" and any(lab.addr(b) in row["CanaryError"] for b in (cut, kept)), row
+    for b in (cut, kept):
+        assert c.backend(b)["Writable"] == "true"
+    for _ in range(4):  # through the FE: another owner, whose one reachable peer makes a quorum
+        reply, t = loads.one()
+        assert reply["Status"] == "Success", reply
+        assert t < deadline_s, t
+
+    # Healed: the owner is writable again and its loads reach both peers, nothing restarted.
+    healed = _heal_and_wait(lab)
+    print(f"WAL peers reachable again: writable after {healed:.1f} s")
+    assert healed <= 5 + MARGIN_S
+    copied = {b.be_http_port: _metric(lab, b, "galene_be_wal_replica_bytes_total") for b in (cut, kept)}
+    for reply, t in loads.many(url, 4, rounds=2):
+        assert reply["Status"] == "Success", reply
+        assert t < deadline_s, t
+    for b in (cut, kept):
+        assert _metric(lab, b, "galene_be_wal_replica_bytes_total") > copied[b.be_http_port], lab.name(b)
+    loads.check_exactly_once()
+    # The copies the owner could not tell to go (the black hole ate its drop notices) are
+    # dropped by their holders once the FE says their groups are visible.
+    t0 = time.monotonic()
+    while any(_wal_copies(b) for b in c.bes):
+        assert time.monotonic() - t0 < 15, {lab.name(b): _wal_copies(b) for b in c.bes}
+        time.sleep(0.5)
+    assert [b.proc.pid for b in (c.fe, *c.bes)] == pids  # nothing restarted
 
 
 def test_black_hole_of_a_bes_own_address(lab):

@@ -3,6 +3,8 @@
 One `galene fe` and three `galene be`. Async group-commit loads are sent straight to BE 0,
 which owns their groups and copies each WAL record to the two others:
 
+* right after the cluster starts (the FE's first heartbeats do not know every BE's HTTP port
+  yet), the first loads' records reach both peers (R was capped at 1 then: one copy);
 * one peer stopped (SIGSTOP): loads still succeed with 2 of 3 copies, the stopped peer is
   dropped from the group's set after its deadline and never parks a load;
 * both peers stopped: loads fail within their deadline with Doris' text
@@ -31,7 +33,7 @@ import time
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, children_of
+from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, children_of, metric_value
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +57,7 @@ def env(tmp_path_factory):
             f'DISTRIBUTED BY HASH(id) BUCKETS 2 PROPERTIES ("replication_num" = "3", '
             f'"group_commit_interval_ms" = "{interval}")'
         )
-    # Every BE knows its two peers (the FE's heartbeats list them once all are alive).
-    time.sleep(3)
+    # No wait here: the first test loads right after the cluster started.
     yield c
     c.stop()
 
@@ -122,6 +123,20 @@ def _copies(be: GaleneProcess) -> list[str]:
 
 def _wait_alive(c: GaleneCluster, n: int) -> None:
     c.wait_backends(lambda rows: sum(r["Alive"] == "true" for r in rows) == n, timeout=60)
+
+
+def test_copied_to_both_peers_right_after_the_cluster_starts(env):
+    """The cluster has just started (the FE's first heartbeats may not know every BE's HTTP
+    port yet): the first loads' records still reach both peers, none is acknowledged with
+    fewer copies than replication_num asks for (they were: R was capped at 1 then)."""
+    c = env
+    answers = _parallel(lambda i: _load(c.bes[0], "t", f"{i},first\n".encode()), [-1, -2, -3])
+    assert all(reply["Status"] == "Success" for reply, _ in answers), answers
+    for be in c.bes[1:]:
+        metrics = httpx.get(f"http://127.0.0.1:{be.be_http_port}/metrics", timeout=10).text
+        assert (metric_value(metrics, "galene_be_wal_replica_bytes_total") or 0) > 0, be.be_http_port
+    counts = _wait_rows(c, "t", {-1, -2, -3})
+    assert all(counts.get(i) == 1 for i in (-1, -2, -3)), counts
 
 
 def test_one_peer_stopped_loads_succeed_with_two_copies(env):
