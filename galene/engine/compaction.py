@@ -19,8 +19,9 @@ with `galene.engine.write`'s task machinery (`galene.storage.rowset.write_segmen
 file list returns to the driver. The new rowset's version is the run's highest version; the
 caller commits it with `CatalogService.compact_rowsets` (one journal op, no new table version).
 
-Small DUPLICATE and UNIQUE runs (at most `local_max_bytes` of input, every rowset written with
-the table's current columns) are merged in this process with pyarrow instead (`compact_locally`):
+DUPLICATE and UNIQUE runs of at most `local_max_bytes` of input (a quarter of it for UNIQUE),
+every rowset written with the table's current columns, are merged in this process with pyarrow
+instead (`compact_locally`):
 the same rules, the same segment writer, a few milliseconds instead of an engine job's fixed
 second or two of CPU — which a table fed by group commit (a rowset a second, a cumulative
 compaction every few seconds) paid over and over, beside its loads.
@@ -275,8 +276,9 @@ def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -
                     )
 
 
-# Input (the rowsets' recorded sizes) up to which DUPLICATE/UNIQUE runs are merged locally.
-LOCAL_MAX_BYTES = 16 << 20
+# Input (the rowsets' recorded sizes) up to which DUPLICATE runs are merged locally (UNIQUE:
+# a quarter of it); config compaction_local_max_mb.
+LOCAL_MAX_BYTES = 64 << 20
 
 
 def compact_tablets(
@@ -337,11 +339,15 @@ def compact_tablets(
 def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -> bool:
     """Whether `compact_locally` takes these jobs: a DUPLICATE or UNIQUE table, every input
     rowset written with the table's current columns (no schema mapping), and at most
-    `max_bytes` of input in all (the rowsets' recorded sizes; they are read whole)."""
+    `max_bytes` of input in all (the rowsets' recorded sizes) — a quarter of it for UNIQUE,
+    whose runs are held whole for the merge (DUPLICATE runs stream through, a rowset at a
+    time, holding at most one output file's rows)."""
     if max_bytes <= 0 or table.keys_type not in ("DUP_KEYS", "UNIQUE_KEYS"):
         return False
-    if table.keys_type == "UNIQUE_KEYS" and not _key_columns(table):
-        return False
+    if table.keys_type == "UNIQUE_KEYS":
+        if not _key_columns(table):
+            return False
+        max_bytes //= 4
     rowsets = [r for j in jobs for r in j.rowsets]
     if any(r.schema_version != table.schema_version for r in rowsets):
         return False
@@ -351,12 +357,13 @@ def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -
 def compact_locally(
     table: Table, jobs: list[TabletCompaction], storage_uri: str, rowset_ids: dict[int, str]
 ) -> w.WriteResult:
-    """The merge of `merged_frame` for small DUPLICATE/UNIQUE runs, with pyarrow: each tablet's
-    rowsets read oldest first and concatenated (DUPLICATE keeps every row); UNIQUE keeps per key
-    the row of the highest sequence value (NULL lowest), then the highest version — the BE's
-    `dedup_last_per_key` over rows in version order — and drops rows whose delete sign is set
-    when the job says so. Written by the engine tasks' segment writer (`write._TabletFiles`);
-    on any failure the files written are deleted."""
+    """The merge of `merged_frame` for DUPLICATE/UNIQUE runs `merges_locally` takes, with
+    pyarrow: each tablet's rowsets read oldest first; DUPLICATE keeps every row (streamed into
+    the tablet's files); UNIQUE keeps per key the row of the highest sequence value (NULL
+    lowest), then the highest version — the BE's `dedup_last_per_key` over the run's rows in
+    version order — and drops rows whose delete sign is set when the job says so. Written by
+    the engine tasks' segment writer (`write._TabletFiles`), each tablet's last file before the
+    next tablet is read; on any failure the files written are deleted."""
     import pyarrow.compute as pc
 
     from galene.be.routing import dedup_last_per_key
@@ -371,19 +378,22 @@ def compact_locally(
     keys = _key_columns(table) if table.keys_type == "UNIQUE_KEYS" else []
     try:
         for j in jobs:
-            parts = [
-                read_rowset(files.fs, files.root, r, schema)
-                for r in sorted(j.rowsets, key=lambda r: r.version)
-            ]
+            ordered = sorted(j.rowsets, key=lambda r: r.version)
+            if not keys:
+                for r in ordered:
+                    files.add({j.tablet_id: (j.partition_id, read_rowset(files.fs, files.root, r, schema))})
+                files.finish()
+                continue
+            parts = [read_rowset(files.fs, files.root, r, schema) for r in ordered]
             rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-            if keys:
-                rows = dedup_last_per_key(rows, keys, seq.name if seq is not None else None)
-                if j.drop_deletes and table.column(DELETE_SIGN) is not None:
-                    # As the engine's merge: anything but 0 (or NULL) deletes.
-                    sign = pc.fill_null(pc.cast(rows.column(DELETE_SIGN), pa.int32()), 0)
-                    rows = rows.filter(pc.equal(sign, 0))
+            del parts
+            rows = dedup_last_per_key(rows, keys, seq.name if seq is not None else None)
+            if j.drop_deletes and table.column(DELETE_SIGN) is not None:
+                # As the engine's merge: anything but 0 (or NULL) deletes.
+                sign = pc.fill_null(pc.cast(rows.column(DELETE_SIGN), pa.int32()), 0)
+                rows = rows.filter(pc.equal(sign, 0))
             files.add({j.tablet_id: (j.partition_id, rows)})
-        files.finish()
+            files.finish()
     except BaseException:
         files.discard()
         raise

@@ -361,7 +361,8 @@ def test_unusual_file_names_take_the_per_rowset_read(engine, storage):
 
 def test_small_runs_merge_without_the_engine(storage):
     """Small DUPLICATE/UNIQUE runs of current-schema rowsets never reach the engine (None here);
-    AGGREGATE tables, older schemas, bigger inputs and a limit of 0 go to the engine job."""
+    AGGREGATE tables, older schemas, bigger inputs (UNIQUE: over a quarter of the limit) and a
+    limit of 0 go to the engine job."""
     dup = make_table(260, "DUP_KEYS", [col("k", "int", key=True), col("v", "varchar(8)")], ["k"])
     for i in range(3):
         write_load(storage, dup, [{"k": k, "v": f"v{i}"} for k in range(4)])
@@ -389,7 +390,11 @@ def test_small_runs_merge_without_the_engine(storage):
         TabletCompaction(t, PARTITION_ID, [r for r in uniq.rowsets if r.tablet_id == t], drop_deletes=True)
         for t in TABLETS
     ]
-    added = compact_tablets(None, uniq, jobs, storage, rowset_ids=new_rowset_ids(jobs))
+    size = sum(r.data_size for j in jobs for r in j.rowsets)
+    assert merges_locally(uniq, jobs, 4 * size) and not merges_locally(uniq, jobs, 4 * size - 4)
+    added = compact_tablets(
+        None, uniq, jobs, storage, rowset_ids=new_rowset_ids(jobs), local_max_bytes=4 * size
+    )
     stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for r in added for f in r.files)
     assert stored.to_pylist() == [{"k": 1, "v": "b", DELETE_SIGN: 0}]  # k=2's delete dropped with it
 
