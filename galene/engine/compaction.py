@@ -18,6 +18,13 @@ needs no second shuffle; the tasks (`mapInArrow`) write each tablet's rows as se
 with `galene.engine.write`'s task machinery (`galene.storage.rowset.write_segment`). Only the
 file list returns to the driver. The new rowset's version is the run's highest version; the
 caller commits it with `CatalogService.compact_rowsets` (one journal op, no new table version).
+
+DUPLICATE and UNIQUE runs of at most `local_max_bytes` of input (a quarter of it for UNIQUE),
+every rowset written with the table's current columns, are merged in this process with pyarrow
+instead (`compact_locally`):
+the same rules, the same segment writer, a few milliseconds instead of an engine job's fixed
+second or two of CPU — which a table fed by group commit (a rowset a second, a cumulative
+compaction every few seconds) paid over and over, beside its loads.
 """
 
 from __future__ import annotations
@@ -81,7 +88,9 @@ def new_rowset_ids(jobs: list[TabletCompaction]) -> dict[int, str]:
 # ---------------------------------------------------------------------------------------
 
 
-def input_frame(spark: SparkSession, table: Table, jobs: list[TabletCompaction], storage_uri: str) -> DataFrame:
+def input_frame(
+    spark: SparkSession, table: Table, jobs: list[TabletCompaction], storage_uri: str
+) -> DataFrame:
     """Every row of the jobs' rowsets (all columns, hidden ones too) with VERSION_COL and TABLET_COL,
     in the table's current columns: rowsets written before a schema change are read with their
     own schema and mapped by column id (galene.engine.scan), so the output has today's schema."""
@@ -267,6 +276,11 @@ def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -
                     )
 
 
+# Input (the rowsets' recorded sizes) up to which DUPLICATE runs are merged locally (UNIQUE:
+# a quarter of it); config compaction_local_max_mb.
+LOCAL_MAX_BYTES = 64 << 20
+
+
 def compact_tablets(
     engine,
     table: Table,
@@ -276,8 +290,10 @@ def compact_tablets(
     rowset_ids: dict[int, str],
     parallelism: int = 4,
     job_tag: str | None = None,
+    local_max_bytes: int = LOCAL_MAX_BYTES,
 ) -> list[Rowset]:
-    """Run the engine job that merges each job's rowsets into one new rowset of its tablet.
+    """Merge each job's rowsets into one new rowset of its tablet: with pyarrow in this
+    process when `merges_locally`, else as an engine job.
 
     Returns the uncommitted rowsets (a tablet whose rows all went — deletes dropped by a base
     compaction — has none), each at its run's highest version. On any failure the files the
@@ -285,7 +301,13 @@ def compact_tablets(
     if not jobs:
         return []
     check_inputs(storage_uri, table, jobs)
-    plan = w.WritePlan(table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids))
+    if merges_locally(table, jobs, local_max_bytes):
+        result = compact_locally(table, jobs, storage_uri, rowset_ids)
+        version = {j.tablet_id: j.version for j in jobs}
+        return [msgspec.structs.replace(r, version=version[r.tablet_id], txn_id=0) for r in result.rowsets]
+    plan = w.WritePlan(
+        table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)
+    )
     plan_bytes = msgspec.msgpack.encode(plan)
     spark = engine.spark()
     partitions = max(1, min(len(jobs), parallelism))
@@ -302,6 +324,77 @@ def compact_tablets(
             w._remove_tag(spark, job_tag)
     result = w._collect(records, table, rowset_ids)
     # Files of failed task attempts (retried by the engine) are named like the kept ones.
-    w.discard_statement_files(storage_uri, table, rowset_ids, keep={f for r in result.rowsets for f in r.files})
+    w.discard_statement_files(
+        storage_uri, table, rowset_ids, keep={f for r in result.rowsets for f in r.files}
+    )
     version = {j.tablet_id: j.version for j in jobs}
     return [msgspec.structs.replace(r, version=version[r.tablet_id], txn_id=0) for r in result.rowsets]
+
+
+# ---------------------------------------------------------------------------------------
+# Small runs, merged in this process
+# ---------------------------------------------------------------------------------------
+
+
+def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -> bool:
+    """Whether `compact_locally` takes these jobs: a DUPLICATE or UNIQUE table, every input
+    rowset written with the table's current columns (no schema mapping), and at most
+    `max_bytes` of input in all (the rowsets' recorded sizes) — a quarter of it for UNIQUE,
+    whose runs are held whole for the merge (DUPLICATE runs stream through, a rowset at a
+    time, holding at most one output file's rows)."""
+    if max_bytes <= 0 or table.keys_type not in ("DUP_KEYS", "UNIQUE_KEYS"):
+        return False
+    if table.keys_type == "UNIQUE_KEYS":
+        if not _key_columns(table):
+            return False
+        max_bytes //= 4
+    rowsets = [r for j in jobs for r in j.rowsets]
+    if any(r.schema_version != table.schema_version for r in rowsets):
+        return False
+    return sum(r.data_size for r in rowsets) <= max_bytes
+
+
+def compact_locally(
+    table: Table, jobs: list[TabletCompaction], storage_uri: str, rowset_ids: dict[int, str]
+) -> w.WriteResult:
+    """The merge of `merged_frame` for DUPLICATE/UNIQUE runs `merges_locally` takes, with
+    pyarrow: each tablet's rowsets read oldest first; DUPLICATE keeps every row (streamed into
+    the tablet's files); UNIQUE keeps per key the row of the highest sequence value (NULL
+    lowest), then the highest version — the BE's `dedup_last_per_key` over the run's rows in
+    version order — and drops rows whose delete sign is set when the job says so. Written by
+    the engine tasks' segment writer (`write._TabletFiles`), each tablet's last file before the
+    next tablet is read; on any failure the files written are deleted."""
+    import pyarrow.compute as pc
+
+    from galene.be.routing import dedup_last_per_key
+    from galene.storage.rowset import read_rowset, storage_schema
+
+    plan = w.WritePlan(
+        table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)
+    )
+    files = w._TabletFiles(plan)
+    schema = storage_schema(table)
+    seq = table.sequence_column()
+    keys = _key_columns(table) if table.keys_type == "UNIQUE_KEYS" else []
+    try:
+        for j in jobs:
+            ordered = sorted(j.rowsets, key=lambda r: r.version)
+            if not keys:
+                for r in ordered:
+                    files.add({j.tablet_id: (j.partition_id, read_rowset(files.fs, files.root, r, schema))})
+                files.finish()
+                continue
+            parts = [read_rowset(files.fs, files.root, r, schema) for r in ordered]
+            rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            del parts
+            rows = dedup_last_per_key(rows, keys, seq.name if seq is not None else None)
+            if j.drop_deletes and table.column(DELETE_SIGN) is not None:
+                # As the engine's merge: anything but 0 (or NULL) deletes.
+                sign = pc.fill_null(pc.cast(rows.column(DELETE_SIGN), pa.int32()), 0)
+                rows = rows.filter(pc.equal(sign, 0))
+            files.add({j.tablet_id: (j.partition_id, rows)})
+            files.finish()
+    except BaseException:
+        files.discard()
+        raise
+    return w._collect(pa.Table.from_batches([w._result_batch(files, (0, 0, 0), [])]), table, rowset_ids)

@@ -234,7 +234,9 @@ class CompactionService:
                 continue  # unchanged since it had nothing to compact
             score, tablets = 0, []
             for tid, rs in tablet_rowsets(table).items():
-                run = pick_cumulative(rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas)
+                run = pick_cumulative(
+                    rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas
+                )
                 if run:
                     score += len(run)
                     tablets.append(tid)
@@ -246,7 +248,9 @@ class CompactionService:
         return None if best is None else best[1:]
 
     # --- one compaction ---------------------------------------------------------------
-    async def compact(self, table_id: int, tablet_ids: Iterable[int] | None, kind: str, *, manual: bool) -> Outcome:
+    async def compact(
+        self, table_id: int, tablet_ids: Iterable[int] | None, kind: str, *, manual: bool
+    ) -> Outcome:
         """Compact the named tablets of a table (all of them when None) with one engine job,
         after any compaction already running (one at a time)."""
         if kind not in KINDS:
@@ -270,7 +274,9 @@ class CompactionService:
                 if not kinds:
                     self._queued.pop(tid, None)
 
-    async def _compact_locked(self, table_id: int, tablet_ids: list[int], kind: str, *, manual: bool) -> Outcome:
+    async def _compact_locked(
+        self, table_id: int, tablet_ids: list[int], kind: str, *, manual: bool
+    ) -> Outcome:
         from galene.engine import compaction as ec
 
         fe = self.fe
@@ -286,9 +292,15 @@ class CompactionService:
         for tid in wanted:
             rs = per_tablet.get(tid, [])
             if kind == "cumulative":
-                run = pick_cumulative(rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas)
+                run = pick_cumulative(
+                    rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas
+                )
                 if not run:
-                    msg = "candidate_rowsets is empty" if not rs[cumulative_point(rs) :] else "_input_rowsets.size() is 1"
+                    msg = (
+                        "candidate_rowsets is empty"
+                        if not rs[cumulative_point(rs) :]
+                        else "_input_rowsets.size() is 1"
+                    )
                     outcome.skipped[tid] = (CUMULATIVE_NO_SUITABLE_VERSION, msg)
                     continue
             else:
@@ -300,12 +312,19 @@ class CompactionService:
             # a sequence column: there a delete also hides rows loaded later with a lower
             # sequence value, so its row must outlive every compaction.
             drop = bool(rs) and run[0].id == rs[0].id and table.sequence_column() is None
-            jobs.append(ec.TabletCompaction(tid, partition_of.get(tid, run[0].partition_id), run, drop_deletes=drop))
+            jobs.append(
+                ec.TabletCompaction(tid, partition_of.get(tid, run[0].partition_id), run, drop_deletes=drop)
+            )
         if not jobs:
             return outcome
         if manual:
             await fe.wait_engine()
-        ranges = {j.tablet_id: dict(zip((r.id for r in per_tablet[j.tablet_id]), version_ranges(per_tablet[j.tablet_id]))) for j in jobs}
+        ranges = {
+            j.tablet_id: dict(
+                zip((r.id for r in per_tablet[j.tablet_id]), version_ranges(per_tablet[j.tablet_id]))
+            )
+            for j in jobs
+        }
         rowset_ids = ec.new_rowset_ids(jobs)
         tag = f"galene-compaction-{next(self._jobs)}"
         fe.running_rowset_ids.update(rowset_ids.values())
@@ -352,6 +371,7 @@ class CompactionService:
             asyncio.to_thread(
                 fn, fe.engine, table, jobs, self.cfg.storage_uri,
                 rowset_ids=rowset_ids, parallelism=parallelism, job_tag=tag,
+                local_max_bytes=self.cfg.compaction_local_max_mb << 20,
             )
         )  # fmt: skip
         try:
@@ -423,7 +443,9 @@ class CompactionService:
             raise AnalysisError(f"Unknown partition '{partition}' in table '{table.name}'")
         outcome = await self.compact(table.id, list(part.tablet_ids), kind, manual=True)
         if outcome.error:
-            raise GaleneError(f"compaction of table {table.name} partition {part.name} failed: {outcome.error}")
+            raise GaleneError(
+                f"compaction of table {table.name} partition {part.name} failed: {outcome.error}"
+            )
         return outcome
 
     # --- SHOW TABLETS ---------------------------------------------------------------------
@@ -446,7 +468,9 @@ class CompactionService:
                 parts.append(p)
         per_tablet = tablet_rowsets(table)
         be_id, be_url = self._backend()
-        schema_hash = zlib.crc32(f"{table.id}:{','.join(c.name for c in table.columns)}".encode()) & 0x7FFFFFFF
+        schema_hash = (
+            zlib.crc32(f"{table.id}:{','.join(c.name for c in table.columns)}".encode()) & 0x7FFFFFFF
+        )
         root = self.cfg.storage_uri.removeprefix("file://")
         path_hash = zlib.crc32(root.encode()) & 0x7FFFFFFF
         rows = []
@@ -495,13 +519,17 @@ class CompactionService:
             "last cumulative success time": millis_text(h.success_ms["cumulative"]),
             "last base success time": millis_text(h.success_ms["base"]),
             "last full success time": millis_text(h.success_ms["full"]),
-            "rowsets": [rowset_line(a, b, r, compacted=r.txn_id == 0) for (a, b), r in zip(ranges, rs, strict=True)],
+            "rowsets": [
+                rowset_line(a, b, r, compacted=r.txn_id == 0) for (a, b), r in zip(ranges, rs, strict=True)
+            ],
             "missing_rowsets": [],
             "stale_rowsets": [line for s in h.stale for line in s.lines],
             "stale version path": [
                 {
                     "path id": str(s.path_id),
-                    "last create time": datetime.fromtimestamp(s.time).astimezone().strftime("%Y-%m-%d %H:%M:%S.")
+                    "last create time": datetime.fromtimestamp(s.time)
+                    .astimezone()
+                    .strftime("%Y-%m-%d %H:%M:%S.")
                     + f"{int(s.time * 1000) % 1000:03d} "
                     + datetime.fromtimestamp(s.time).astimezone().strftime("%z"),
                     "path list": f"{s.path_id}-> " + " -> ".join(f"[{a}-{b}]" for a, b in s.ranges),
@@ -515,7 +543,9 @@ class CompactionService:
         if not tablet_id:
             root = self.cfg.storage_uri.removeprefix("file://")
             doc = {
-                "CumulativeCompaction": {root: [str(t) for t, k in self._running.items() if k == "cumulative"]},
+                "CumulativeCompaction": {
+                    root: [str(t) for t, k in self._running.items() if k == "cumulative"]
+                },
                 "BaseCompaction": {root: [str(t) for t, k in self._running.items() if k != "cumulative"]},
             }
             return json.dumps(doc, indent=4)
@@ -594,7 +624,10 @@ class CompactionService:
     async def http_show(self, p: dict) -> dict:
         (tablet_id, _), err = _check_ids(str(p.get("tablet_id", "")), "")
         if err or not tablet_id:
-            return {"status": "OK", "body": status_json(INTERNAL_ERROR, err or "check param failed: missing tablet_id")}
+            return {
+                "status": "OK",
+                "body": status_json(INTERNAL_ERROR, err or "check param failed: missing tablet_id"),
+            }
         return {"status": "OK", "body": self.show_json(tablet_id)}
 
     async def http_run_status(self, p: dict) -> dict:

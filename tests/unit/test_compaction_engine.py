@@ -5,6 +5,8 @@ written as rowsets in the storage layout, random contiguous runs of each tablet'
 compacted with `galene.engine.compaction.compact_tablets`, the catalog's replacement is applied
 to the Table struct as `CompactRowsets` does, and the table read through `scan.table_frame`
 (what queries read) must be the same before and after every compaction — and equal to a model.
+DUPLICATE and UNIQUE tests run twice: merged by the engine job and, as small runs are, by the
+FE's own pyarrow merge (`merge` fixture).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ import pytest
 
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
 from galene.common.types import parse_type
-from galene.engine.compaction import TabletCompaction, compact_tablets, new_rowset_ids
+from galene.engine.compaction import (
+    LOCAL_MAX_BYTES,
+    TabletCompaction,
+    compact_tablets,
+    merges_locally,
+    new_rowset_ids,
+)
 from galene.engine.scan import table_frame
 from galene.engine.session import SparkEngine
 
@@ -38,6 +46,17 @@ def engine(request):
     eng.start()
     yield eng
     eng.stop()
+
+
+@pytest.fixture(params=["engine", "local"])
+def merge(request, engine):
+    """`local_max_bytes` for compact_tablets: 0 (the engine job) or the default (the local
+    merge of small runs, which never touches the engine: run with one engine only)."""
+    if request.param == "local":
+        if engine.engine == "sail":
+            pytest.skip("the local merge does not use the engine; read back on Spark only")
+        return LOCAL_MAX_BYTES
+    return 0
 
 
 @pytest.fixture
@@ -82,7 +101,10 @@ def write_load(storage_uri, table, rows: list[dict]) -> None:
         if not part:
             continue
         rowset_id = uuid.uuid4().hex
-        data = pa.table({c.name: pa.array([r.get(c.name) for r in part], c.type.to_arrow()) for c in table.columns}, schema=schema)
+        data = pa.table(
+            {c.name: pa.array([r.get(c.name) for r in part], c.type.to_arrow()) for c in table.columns},
+            schema=schema,
+        )
         rel_dir = f"data/{DB_ID}/{table.id}/{PARTITION_ID}/{tablet}"
         os.makedirs(os.path.join(root, rel_dir), exist_ok=True)
         files = []
@@ -107,7 +129,9 @@ def read(engine, table, storage_uri):
     return canon(table_frame(engine.spark(), table, storage_uri).toArrow().to_pylist())
 
 
-def compact_random(engine, table, storage_uri, rng: random.Random, *, full: bool) -> None:
+def compact_random(
+    engine, table, storage_uri, rng: random.Random, *, full: bool, local_max_bytes: int = 0
+) -> None:
     """Compact a random contiguous run of each tablet (all of them when `full`), then apply
     the replacement to `table` as the catalog's CompactRowsets op does."""
     seq = table.sequence_column() is not None
@@ -127,7 +151,15 @@ def compact_random(engine, table, storage_uri, rng: random.Random, *, full: bool
         jobs.append(TabletCompaction(tablet, PARTITION_ID, rs[i:j], drop_deletes=drop))
     if not jobs:
         return
-    added = compact_tablets(engine, table, jobs, storage_uri, rowset_ids=new_rowset_ids(jobs), parallelism=2)
+    added = compact_tablets(
+        engine,
+        table,
+        jobs,
+        storage_uri,
+        rowset_ids=new_rowset_ids(jobs),
+        parallelism=2,
+        local_max_bytes=local_max_bytes,
+    )
     for r in added:
         assert r.version == max(x.version for j in jobs if j.tablet_id == r.tablet_id for x in j.rowsets)
         assert r.txn_id == 0 and r.files and r.num_rows > 0
@@ -149,9 +181,7 @@ def unique_model(loads, seq_col):
             if r["k"] not in best or rank >= best[r["k"]][0]:
                 best[r["k"]] = (rank, r)
     return [
-        {k: v for k, v in r.items() if k != DELETE_SIGN}
-        for _, r in best.values()
-        if not r.get(DELETE_SIGN)
+        {k: v for k, v in r.items() if k != DELETE_SIGN} for _, r in best.values() if not r.get(DELETE_SIGN)
     ]
 
 
@@ -172,7 +202,7 @@ def unique_loads(rng, n_loads, seq_col=None):
 
 
 @pytest.mark.parametrize("seq", [False, True])
-def test_unique_compaction_never_changes_what_queries_see(engine, storage, seq):
+def test_unique_compaction_never_changes_what_queries_see(engine, merge, storage, seq):
     cols = [col("k", "int", key=True), col("v", "varchar(8)"), col("n", "bigint")]
     props = {}
     if seq:
@@ -187,7 +217,7 @@ def test_unique_compaction_never_changes_what_queries_see(engine, storage, seq):
             loads.append(rows)
         before = read(engine, table, storage)
         assert before == canon(unique_model(loads, "s" if seq else None))
-        compact_random(engine, table, storage, rng, full=round_ == 2)
+        compact_random(engine, table, storage, rng, full=round_ == 2, local_max_bytes=merge)
         assert read(engine, table, storage) == before
     # After the full compaction: one rowset per tablet; delete-signed rows gone, except with a
     # sequence column, where they keep hiding later loads of lower sequence values.
@@ -204,7 +234,7 @@ def test_unique_compaction_never_changes_what_queries_see(engine, storage, seq):
         assert read(engine, table, storage) == canon(unique_model(loads, "s"))
 
 
-def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, storage):
+def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, merge, storage):
     table = make_table(210, "UNIQUE_KEYS", [col("k", "int", key=True), col("v", "varchar(8)")], ["k"])
     write_load(storage, table, [{"k": 2, "v": "old", DELETE_SIGN: 0}])
     write_load(storage, table, [{"k": 2, "v": None, DELETE_SIGN: 1}])
@@ -212,7 +242,9 @@ def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, storage):
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
     rs = sorted((r for r in table.rowsets if r.tablet_id == tablet_of(2)), key=lambda r: r.version)
     job = TabletCompaction(tablet_of(2), PARTITION_ID, rs[1:], drop_deletes=False)
-    (added,) = compact_tablets(engine, table, [job], storage, rowset_ids=new_rowset_ids([job]))
+    (added,) = compact_tablets(
+        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
+    )
     root = storage.removeprefix("file://")
     stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for f in added.files)
     assert sorted(stored.column(DELETE_SIGN).to_pylist()) == [0, 1]  # the delete of k=2 is still there
@@ -220,7 +252,9 @@ def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, storage):
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
     # A base compaction (from the oldest rowset) drops it, and the key stays deleted.
     job = TabletCompaction(tablet_of(2), PARTITION_ID, [rs[0], added], drop_deletes=True)
-    (added,) = compact_tablets(engine, table, [job], storage, rowset_ids=new_rowset_ids([job]))
+    (added,) = compact_tablets(
+        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
+    )
     assert added.num_rows == 1 and added.version == 4
     table.rowsets = [added]
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
@@ -267,8 +301,10 @@ def test_aggregate_compaction_folds_keys_like_the_read(engine, storage):
     assert sorted(r.tablet_id for r in table.rowsets) == sorted(TABLETS)
 
 
-def test_duplicate_compaction_keeps_every_row_in_one_file_per_tablet(engine, storage):
-    table = make_table(230, "DUP_KEYS", [col("k", "int", key=True), col("d", "datetime"), col("x", "decimal(9,2)")], ["k"])
+def test_duplicate_compaction_keeps_every_row_in_one_file_per_tablet(engine, merge, storage):
+    table = make_table(
+        230, "DUP_KEYS", [col("k", "int", key=True), col("d", "datetime"), col("x", "decimal(9,2)")], ["k"]
+    )
     import datetime as dt
     from decimal import Decimal
 
@@ -279,13 +315,13 @@ def test_duplicate_compaction_keeps_every_row_in_one_file_per_tablet(engine, sto
         )  # fmt: skip
     before = read(engine, table, storage)
     assert len(before) == 30
-    compact_random(engine, table, storage, random.Random(1), full=True)
+    compact_random(engine, table, storage, random.Random(1), full=True, local_max_bytes=merge)
     assert read(engine, table, storage) == before
     for r in table.rowsets:
         assert len(r.files) == 1  # every tablet's rows met in one task
 
 
-def test_a_failed_job_leaves_no_files(engine, storage):
+def test_a_failed_job_leaves_no_files(engine, merge, storage):
     table = make_table(240, "UNIQUE_KEYS", [col("k", "int", key=True), col("v", "varchar(8)")], ["k"])
     write_load(storage, table, [{"k": 1, "v": "a", DELETE_SIGN: 0}])
     write_load(storage, table, [{"k": 1, "v": "b", DELETE_SIGN: 0}])
@@ -296,7 +332,9 @@ def test_a_failed_job_leaves_no_files(engine, storage):
     job = TabletCompaction(tablet_of(1), PARTITION_ID, rs, drop_deletes=True)
     before = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     with pytest.raises(Exception):  # noqa: B017 - whatever the engine raises for the missing file
-        compact_tablets(engine, table, [job], storage, rowset_ids=new_rowset_ids([job]))
+        compact_tablets(
+            engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
+        )
     after = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     assert after == before
 
@@ -314,6 +352,56 @@ def test_unusual_file_names_take_the_per_rowset_read(engine, storage):
         renamed.append(msgspec.structs.replace(r, files=new))
     table.rowsets = renamed
     job = TabletCompaction(tablet_of(2), PARTITION_ID, renamed, drop_deletes=True)
-    (added,) = compact_tablets(engine, table, [job], storage, rowset_ids=new_rowset_ids([job]))
+    (added,) = compact_tablets(
+        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=0
+    )
     table.rowsets = [added]
     assert read(engine, table, storage) == [{"k": 2, "v": "b"}]
+
+
+def test_small_runs_merge_without_the_engine(storage):
+    """Small DUPLICATE/UNIQUE runs of current-schema rowsets never reach the engine (None here);
+    AGGREGATE tables, older schemas, bigger inputs (UNIQUE: over a quarter of the limit) and a
+    limit of 0 go to the engine job."""
+    dup = make_table(260, "DUP_KEYS", [col("k", "int", key=True), col("v", "varchar(8)")], ["k"])
+    for i in range(3):
+        write_load(storage, dup, [{"k": k, "v": f"v{i}"} for k in range(4)])
+    jobs = [
+        TabletCompaction(
+            t, PARTITION_ID, sorted((r for r in dup.rowsets if r.tablet_id == t), key=lambda r: r.version)
+        )
+        for t in TABLETS
+    ]
+    assert merges_locally(dup, jobs, LOCAL_MAX_BYTES)
+    assert not merges_locally(dup, jobs, 0)
+    assert not merges_locally(dup, jobs, sum(r.data_size for r in dup.rowsets) - 1)
+    added = compact_tablets(None, dup, jobs, storage, rowset_ids=new_rowset_ids(jobs))
+    root = storage.removeprefix("file://")
+    stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for r in added for f in r.files)
+    assert sorted(stored.to_pylist(), key=lambda r: (r["k"], r["v"])) == [
+        {"k": k, "v": f"v{i}"} for k in range(4) for i in range(3)
+    ]
+    assert [(r.version, r.txn_id, r.num_rows) for r in added] == [(4, 0, 6), (4, 0, 6)]
+
+    uniq = make_table(261, "UNIQUE_KEYS", [col("k", "int", key=True), col("v", "varchar(8)")], ["k"])
+    write_load(storage, uniq, [{"k": 1, "v": "a", DELETE_SIGN: 0}, {"k": 2, "v": "a", DELETE_SIGN: 0}])
+    write_load(storage, uniq, [{"k": 1, "v": "b", DELETE_SIGN: 0}, {"k": 2, "v": None, DELETE_SIGN: 1}])
+    jobs = [
+        TabletCompaction(t, PARTITION_ID, [r for r in uniq.rowsets if r.tablet_id == t], drop_deletes=True)
+        for t in TABLETS
+    ]
+    size = sum(r.data_size for j in jobs for r in j.rowsets)
+    assert merges_locally(uniq, jobs, 4 * size) and not merges_locally(uniq, jobs, 4 * size - 4)
+    added = compact_tablets(
+        None, uniq, jobs, storage, rowset_ids=new_rowset_ids(jobs), local_max_bytes=4 * size
+    )
+    stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for r in added for f in r.files)
+    assert stored.to_pylist() == [{"k": 1, "v": "b", DELETE_SIGN: 0}]  # k=2's delete dropped with it
+
+    agg = make_table(262, "AGG_KEYS", [col("k", "int", key=True), col("s", "bigint", agg="SUM")], ["k"])
+    write_load(storage, agg, [{"k": 1, "s": 1}])
+    assert not merges_locally(
+        agg, [TabletCompaction(tablet_of(1), PARTITION_ID, agg.rowsets)], LOCAL_MAX_BYTES
+    )
+    old = msgspec.structs.replace(dup.rowsets[0], schema_version=dup.schema_version - 1)
+    assert not merges_locally(dup, [TabletCompaction(old.tablet_id, PARTITION_ID, [old])], LOCAL_MAX_BYTES)
