@@ -32,9 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import msgspec
 import pyarrow as pa
@@ -45,6 +43,14 @@ from pyspark.sql.types import ArrayType, LongType, MapType, StringType
 from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 from galene.engine import write as w
+from galene.engine.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
+    LOCAL_MAX_BYTES,
+    TabletCompaction,
+    check_inputs,
+    compact_small_run,
+    merges_locally,
+    new_rowset_ids,
+)
 from galene.engine.scan import (
     VERSION_COL,
     _aggregate,
@@ -61,26 +67,6 @@ TABLET_COL = w.TABLET_COL
 _ROW_NUMBER_COL = "__galene_rn"
 # File names Spark reports as `_metadata.file_name` unchanged (it URL-encodes others).
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-@dataclass
-class TabletCompaction:
-    """One tablet's part of a compaction job."""
-
-    tablet_id: int
-    partition_id: int
-    rowsets: list[Rowset]  # contiguous in the tablet's version order, oldest first
-    # Rows whose delete sign is set are dropped: the run starts at the tablet's oldest rowset
-    # and the table has no sequence column, so no row anywhere can be hidden by them.
-    drop_deletes: bool = False
-
-    @property
-    def version(self) -> int:
-        return max(r.version for r in self.rowsets)
-
-
-def new_rowset_ids(jobs: list[TabletCompaction]) -> dict[int, str]:
-    return {j.tablet_id: uuid.uuid4().hex for j in jobs}
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,33 +240,6 @@ def segment_writer(plan_bytes: bytes):
 # ---------------------------------------------------------------------------------------
 
 
-def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -> None:
-    """Raise if a file of the runs is missing. Apache Spark fails a read of a missing file, but
-    Sail reads it as empty: the merged rowset would then drop its rows without a word. One
-    listing per tablet directory (not a request per file, which an object store bills)."""
-    import pyarrow.fs as pafs
-
-    from galene.storage import layout
-    from galene.storage.fs import filesystem_for
-
-    fs, root = filesystem_for(storage_uri)
-    for j in jobs:
-        directory = layout.tablet_dir(root, table.db_id, table.id, j.partition_id, j.tablet_id)
-        infos = fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
-        present = {layout.relative(root, i.path) for i in infos if i.type == pafs.FileType.File}
-        for r in j.rowsets:
-            for f in r.files:
-                if f not in present:
-                    raise GaleneError(
-                        f"file {f} of rowset {r.id} (tablet {j.tablet_id}, version {r.version}) is missing"
-                    )
-
-
-# Input (the rowsets' recorded sizes) up to which DUPLICATE runs are merged locally (UNIQUE:
-# a quarter of it); config compaction_local_max_mb.
-LOCAL_MAX_BYTES = 64 << 20
-
-
 def compact_tablets(
     engine,
     table: Table,
@@ -300,11 +259,9 @@ def compact_tablets(
     job wrote are deleted before the error propagates."""
     if not jobs:
         return []
-    check_inputs(storage_uri, table, jobs)
     if merges_locally(table, jobs, local_max_bytes):
-        result = compact_locally(table, jobs, storage_uri, rowset_ids)
-        version = {j.tablet_id: j.version for j in jobs}
-        return [msgspec.structs.replace(r, version=version[r.tablet_id], txn_id=0) for r in result.rowsets]
+        return compact_small_run(table, jobs, storage_uri, rowset_ids)
+    check_inputs(storage_uri, table, jobs)
     plan = w.WritePlan(
         table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)
     )
@@ -329,72 +286,3 @@ def compact_tablets(
     )
     version = {j.tablet_id: j.version for j in jobs}
     return [msgspec.structs.replace(r, version=version[r.tablet_id], txn_id=0) for r in result.rowsets]
-
-
-# ---------------------------------------------------------------------------------------
-# Small runs, merged in this process
-# ---------------------------------------------------------------------------------------
-
-
-def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -> bool:
-    """Whether `compact_locally` takes these jobs: a DUPLICATE or UNIQUE table, every input
-    rowset written with the table's current columns (no schema mapping), and at most
-    `max_bytes` of input in all (the rowsets' recorded sizes) — a quarter of it for UNIQUE,
-    whose runs are held whole for the merge (DUPLICATE runs stream through, a rowset at a
-    time, holding at most one output file's rows)."""
-    if max_bytes <= 0 or table.keys_type not in ("DUP_KEYS", "UNIQUE_KEYS"):
-        return False
-    if table.keys_type == "UNIQUE_KEYS":
-        if not _key_columns(table):
-            return False
-        max_bytes //= 4
-    rowsets = [r for j in jobs for r in j.rowsets]
-    if any(r.schema_version != table.schema_version for r in rowsets):
-        return False
-    return sum(r.data_size for r in rowsets) <= max_bytes
-
-
-def compact_locally(
-    table: Table, jobs: list[TabletCompaction], storage_uri: str, rowset_ids: dict[int, str]
-) -> w.WriteResult:
-    """The merge of `merged_frame` for DUPLICATE/UNIQUE runs `merges_locally` takes, with
-    pyarrow: each tablet's rowsets read oldest first; DUPLICATE keeps every row (streamed into
-    the tablet's files); UNIQUE keeps per key the row of the highest sequence value (NULL
-    lowest), then the highest version — the BE's `dedup_last_per_key` over the run's rows in
-    version order — and drops rows whose delete sign is set when the job says so. Written by
-    the engine tasks' segment writer (`write._TabletFiles`), each tablet's last file before the
-    next tablet is read; on any failure the files written are deleted."""
-    import pyarrow.compute as pc
-
-    from galene.be.routing import dedup_last_per_key
-    from galene.storage.rowset import read_rowset, storage_schema
-
-    plan = w.WritePlan(
-        table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)
-    )
-    files = w._TabletFiles(plan)
-    schema = storage_schema(table)
-    seq = table.sequence_column()
-    keys = _key_columns(table) if table.keys_type == "UNIQUE_KEYS" else []
-    try:
-        for j in jobs:
-            ordered = sorted(j.rowsets, key=lambda r: r.version)
-            if not keys:
-                for r in ordered:
-                    files.add({j.tablet_id: (j.partition_id, read_rowset(files.fs, files.root, r, schema))})
-                files.finish()
-                continue
-            parts = [read_rowset(files.fs, files.root, r, schema) for r in ordered]
-            rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-            del parts
-            rows = dedup_last_per_key(rows, keys, seq.name if seq is not None else None)
-            if j.drop_deletes and table.column(DELETE_SIGN) is not None:
-                # As the engine's merge: anything but 0 (or NULL) deletes.
-                sign = pc.fill_null(pc.cast(rows.column(DELETE_SIGN), pa.int32()), 0)
-                rows = rows.filter(pc.equal(sign, 0))
-            files.add({j.tablet_id: (j.partition_id, rows)})
-            files.finish()
-    except BaseException:
-        files.discard()
-        raise
-    return w._collect(pa.Table.from_batches([w._result_batch(files, (0, 0, 0), [])]), table, rowset_ids)

@@ -55,6 +55,7 @@ from pyspark.sql.types import (
 
 from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
+from galene.engine.local_merge import key_columns as _key_columns
 
 VERSION_COL = "__galene_version"
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -145,12 +146,6 @@ def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     # range(0) + typed NULLs is planned entirely in the JVM (an empty LocalRelation after
     # optimization) and works the same on Spark Connect; no local data is shipped.
     return spark.range(0).select([F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
-
-
-def _key_columns(table: Table) -> list[str]:
-    if table.key_columns:
-        return list(table.key_columns)
-    return [c.name for c in table.columns if c.is_key]
 
 
 # Whether a Connect session's server resolves `_metadata.file_name` (asked once per session).

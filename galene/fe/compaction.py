@@ -26,16 +26,19 @@ import asyncio
 import itertools
 import json
 import logging
+import random
 import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import msgspec
 from aiohttp import web
 
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import AnalysisError, GaleneError
+from galene.net.client import TOKEN_HEADER
 from galene.storage import layout
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,8 @@ log = logging.getLogger(__name__)
 KINDS = ("cumulative", "base", "full")
 # An engine job that runs longer than this is interrupted (its files are deleted).
 JOB_TIMEOUT_S = 6 * 3600
+# A BE's merge of a small run (at most compaction_local_max_mb of input): a second or so.
+MERGE_TIMEOUT_S = 120.0
 # Tablets merged by one background job, at most (one engine job per table and tick).
 MAX_TABLETS_PER_JOB = 256
 # Doris waits this long for a manual compaction before answering "triggered" (compaction_action.cpp).
@@ -365,13 +370,19 @@ class CompactionService:
         return outcome
 
     async def _run_job(self, fn, table: Table, jobs, rowset_ids, tag: str):
+        from galene.engine import local_merge as lm
+
         fe = self.fe
+        if lm.merges_locally(table, jobs, self.cfg.compaction_local_max_mb << 20):
+            merged = await self._merge_on_backend(table, jobs, rowset_ids)
+            if merged is not None:
+                return merged
         parallelism = max(2, 2 * int(self.cfg.spark_shuffle_partitions))
         job = asyncio.ensure_future(
             asyncio.to_thread(
                 fn, fe.engine, table, jobs, self.cfg.storage_uri,
                 rowset_ids=rowset_ids, parallelism=parallelism, job_tag=tag,
-                local_max_bytes=self.cfg.compaction_local_max_mb << 20,
+                local_max_bytes=0,  # never in the FE: data rows stay off the metadata node
             )
         )  # fmt: skip
         try:
@@ -384,6 +395,35 @@ class CompactionService:
             except BaseException:  # the interrupted job's own error is expected
                 log.info("the interrupted compaction job %s ended", tag, exc_info=True)
             raise
+
+    async def _merge_on_backend(self, table: Table, jobs, rowset_ids: dict[int, str]) -> list[Rowset] | None:
+        """A small run merged by a BE (`POST /api/_internal/compaction/merge`): the new
+        rowsets, or None when no BE is alive (the engine merges it instead). A BE that fails
+        or does not answer fails this compaction (the next round tries again with new rowset
+        ids): a late answer's files must not share names with an engine job's."""
+        from galene.engine import local_merge as lm
+
+        alive = [be for be in self.fe.state.backends.values() if self.fe.backends.status(be.id).alive]
+        if not alive:
+            return None
+        be = random.choice(alive)
+        port = self.fe.backends.status(be.id).http_port or be.heartbeat_port
+        payload = {
+            "table": msgspec.to_builtins(table),
+            "jobs": lm.encode_jobs(jobs),
+            "rowset_ids": {str(k): v for k, v in rowset_ids.items()},
+        }
+        status, body = await self.fe.rpc.call_json(
+            "POST",
+            f"http://{be.host}:{port}/api/_internal/compaction/merge",
+            json=payload,
+            headers={TOKEN_HEADER: self.fe.store.token},
+            timeout_s=MERGE_TIMEOUT_S,
+        )
+        if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
+            message = body.get("message") if isinstance(body, dict) else body
+            raise GaleneError(f"compaction merge on backend {be.host}:{port} failed (HTTP {status}): {message}")
+        return msgspec.convert(body.get("rowsets") or [], list[Rowset])
 
     def _interrupt(self, tag: str) -> None:
         from galene.engine import write as w
