@@ -398,9 +398,10 @@ class CompactionService:
 
     async def _merge_on_backend(self, table: Table, jobs, rowset_ids: dict[int, str]) -> list[Rowset] | None:
         """A small run merged by a BE (`POST /api/_internal/compaction/merge`): the new
-        rowsets, or None when no BE is alive (the engine merges it instead). A BE that fails
-        or does not answer fails this compaction (the next round tries again with new rowset
-        ids): a late answer's files must not share names with an engine job's."""
+        rowsets, or None when no BE is alive or the BE refused it (its merge deletes what it
+        wrote before answering; the engine merges the run instead). A BE that does not answer
+        fails this compaction (the next round tries again with new rowset ids): a late
+        answer's files must not share names with an engine job's."""
         from galene.engine import local_merge as lm
 
         alive = [be for be in self.fe.state.backends.values() if self.fe.backends.status(be.id).alive]
@@ -422,7 +423,8 @@ class CompactionService:
         )
         if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
             message = body.get("message") if isinstance(body, dict) else body
-            raise GaleneError(f"compaction merge on backend {be.host}:{port} failed (HTTP {status}): {message}")
+            log.warning("compaction merge on backend %s:%s refused (HTTP %s): %s", be.host, port, status, message)
+            return None
         return msgspec.convert(body.get("rowsets") or [], list[Rowset])
 
     def _interrupt(self, tag: str) -> None:
