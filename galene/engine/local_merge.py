@@ -76,6 +76,7 @@ def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -
 # Input (the rowsets' recorded sizes) up to which DUPLICATE runs are merged locally (UNIQUE:
 # a quarter of it); config compaction_local_max_mb.
 LOCAL_MAX_BYTES = 64 << 20
+LOCAL_MAX_ROWSETS = 1000
 
 
 def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -> bool:
@@ -83,7 +84,9 @@ def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -
     rowset written with the table's current columns (no schema mapping), and at most
     `max_bytes` of input in all (the rowsets' recorded sizes) — a quarter of it for UNIQUE,
     whose runs are held whole for the merge (DUPLICATE runs stream through, a rowset at a
-    time, holding at most one output file's rows)."""
+    time, holding at most one output file's rows) — in at most LOCAL_MAX_ROWSETS rowsets: one
+    thread reads the files one after another, where an engine job reads thousands of tiny
+    files in parallel (an ADMIN COMPACT of a table fed by 5,000 loads, say)."""
     if max_bytes <= 0 or table.keys_type not in ("DUP_KEYS", "UNIQUE_KEYS"):
         return False
     if table.keys_type == "UNIQUE_KEYS":
@@ -91,6 +94,8 @@ def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -
             return False
         max_bytes //= 4
     rowsets = [r for j in jobs for r in j.rowsets]
+    if len(rowsets) > LOCAL_MAX_ROWSETS:
+        return False
     if any(r.schema_version != table.schema_version for r in rowsets):
         return False
     return sum(r.data_size for r in rowsets) <= max_bytes
