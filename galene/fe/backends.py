@@ -73,6 +73,8 @@ class BackendMonitor:
         # The latest write lease (FE wall clock) each BE may hold (fe/wal_replicas.py); kept
         # after a BE is dropped, which may still be running.
         self.lease_until: dict[int, float] = {}
+        # A previous FE process may have granted a lease just before it stopped.
+        self.inherited_lease_until = time.time() + wal_lease_s(interval_s)
 
     def status(self, be_id: int) -> BackendRuntime:
         return self.runtime.setdefault(be_id, BackendRuntime())

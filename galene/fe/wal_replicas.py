@@ -54,7 +54,8 @@ class ReplicaArbiter:
 
     def owner_dead(self, owner_id: int, owner_start_ms: int) -> bool:
         monitor = self.fe.backends
-        lease_over = time.time() >= monitor.lease_until.get(owner_id, 0.0) + WAL_LEASE_MARGIN_S
+        granted = max(monitor.lease_until.get(owner_id, 0.0), monitor.inherited_lease_until)
+        lease_over = time.time() >= granted + WAL_LEASE_MARGIN_S
         be = self.fe.state.backends.get(owner_id)
         if be is None:  # dropped: maybe still running, so only once its lease is over
             return lease_over
