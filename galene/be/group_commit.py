@@ -484,7 +484,6 @@ class SmallLoadLane:
             try:  # its rows (which came ahead of this answer) are in a quorum of WAL copies
                 if group.lane_durable is not None:
                     await asyncio.shield(group.lane_durable)
-                manager.check_lease(group)
             except (GaleneError, OSError) as e:
                 return LaneOutcome(answered_at=time.monotonic(), error=e)
         out = LaneOutcome(
@@ -525,10 +524,12 @@ class SmallLoadLane:
     async def _make_durable(self, group: Group, entry: Entry, before: asyncio.Future | None) -> None:
         """Copy one parse's rows of a replicated group (in its local WAL already) to its peers;
         raises (for the loads waiting on it) if they, or the rows before them, did not reach a
-        quorum."""
+        quorum while this BE held its write lease (be/wal_replica.py)."""
         durable = False
         try:
             await self.manager.copy_to_replicas(group, [entry])
+            # Decided once for the entry, so its loads' answers and its commit agree.
+            self.manager.check_lease(group)
             durable = True
         finally:
             entry.ready.set_result(durable)
