@@ -163,6 +163,16 @@ class GaleneProcess:
         except subprocess.TimeoutExpired:
             self.kill()
 
+    def signal_tree(self, sig: int) -> None:
+        """Send `sig` to the process and every child (SIGSTOP/SIGCONT of a whole node)."""
+        if self.proc is None:
+            return
+        for pid in [self.proc.pid, *children_of(self.proc.pid)]:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
     def kill(self) -> None:
         """SIGKILL the process and every child (the Spark JVM) — a crash, not a shutdown."""
         if self.proc is None:

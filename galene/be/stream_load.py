@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import msgspec
 import pyarrow as pa
 
@@ -120,6 +121,7 @@ def new_label() -> str:
 
 # Aborts of begins that got no answer, still retrying (kept referenced until done).
 _UNANSWERED_BEGINS: set[asyncio.Task] = set()
+MAX_UNANSWERED_BEGINS = 256
 
 
 class FeTxnClient:
@@ -154,12 +156,16 @@ class FeTxnClient:
                     "backend_id": self.be.backend_id,
                 },
             )
-        except (DeadlineExceeded, RpcUnavailable):
+        except (DeadlineExceeded, RpcUnavailable) as e:
             # The FE may have begun the txn and only its answer be lost: unaborted, it would
-            # hold the label (a retry: "Label Already Exists") until its timeout, 3 days.
-            task = asyncio.ensure_future(self._abort_unanswered_begin(db, label, time.time()))
-            _UNANSWERED_BEGINS.add(task)
-            task.add_done_callback(_UNANSWERED_BEGINS.discard)
+            # hold the label (a retry: "Label Already Exists") until its timeout, 3 days. Not
+            # when the call never connected; and bounded, so an FE outage does not pile up
+            # retries (the FE's own coordinator-txn aborts and timeouts cover the rest).
+            connected = not isinstance(e.__cause__, aiohttp.ClientConnectorError)
+            if connected and len(_UNANSWERED_BEGINS) < MAX_UNANSWERED_BEGINS:
+                task = asyncio.ensure_future(self._abort_unanswered_begin(db, label, time.time()))
+                _UNANSWERED_BEGINS.add(task)
+                task.add_done_callback(_UNANSWERED_BEGINS.discard)
             raise
         if body.get("status") != "OK":
             err = LoadError(

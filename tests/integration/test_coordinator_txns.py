@@ -14,7 +14,6 @@ One `galene fe` + one `galene be` (`abort_txn_after_lost_heartbeat_time_second` 
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -23,7 +22,7 @@ import httpx
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, children_of
+from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header
 
 pytestmark = pytest.mark.slow
 
@@ -101,15 +100,6 @@ def test_a_begin_whose_answer_is_lost_does_not_hold_its_label(cluster):
     assert _rows(c, 1, 1) == 1
 
 
-def _signal(be: GaleneProcess, sig: int) -> None:
-    assert be.proc is not None
-    for pid in [be.proc.pid, *children_of(be.proc.pid)]:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 def test_txns_of_a_be_down_past_the_limit_are_aborted(cluster):
     c = cluster
     be = c.bes[0]
@@ -126,7 +116,7 @@ def test_txns_of_a_be_down_past_the_limit_are_aborted(cluster):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and _txn(c, "down_load").get("TransactionStatus") != "PREPARE":
         time.sleep(0.2)
-    _signal(be, signal.SIGSTOP)
+    be.signal_tree(signal.SIGSTOP)
     try:
         assert _txn(c, "down_load").get("TransactionStatus") == "PREPARE"
         deadline = time.monotonic() + 60
@@ -137,7 +127,7 @@ def test_txns_of_a_be_down_past_the_limit_are_aborted(cluster):
         assert txn["TransactionStatus"] == "ABORTED", txn
         assert txn["Reason"] == "coordinate BE is down", txn
     finally:
-        _signal(be, signal.SIGCONT)
+        be.signal_tree(signal.SIGCONT)
         resume.set()
     loader.join(180)
     reply = out["reply"]

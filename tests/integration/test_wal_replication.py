@@ -33,7 +33,7 @@ import time
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, children_of, metric_value
+from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, metric_value
 
 pytestmark = pytest.mark.slow
 
@@ -72,15 +72,6 @@ def _load(be: GaleneProcess, table: str, body: bytes, headers: dict | None = Non
     )
     r.raise_for_status()
     return r.json(), time.monotonic() - t0
-
-
-def _signal(be: GaleneProcess, sig: int) -> None:
-    assert be.proc is not None
-    for pid in [be.proc.pid, *children_of(be.proc.pid)]:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _counts(c: GaleneCluster, table: str) -> dict[int, int]:
@@ -143,12 +134,12 @@ def test_one_peer_stopped_loads_succeed_with_two_copies(env):
     c = env
     owner, stopped = c.bes[0], c.bes[2]
     ids = list(range(1, 21))
-    _signal(stopped, signal.SIGSTOP)
+    stopped.signal_tree(signal.SIGSTOP)
     try:
         answers = _parallel(lambda i: _load(owner, "t", f"{i},one\n".encode()), ids)
         more = [_load(owner, "t", f"{i},one\n".encode()) for i in range(21, 26)]
     finally:
-        _signal(stopped, signal.SIGCONT)
+        stopped.signal_tree(signal.SIGCONT)
     for reply, elapsed in answers + more:
         assert reply["Status"] == "Success", reply
         assert elapsed < int(GC["timeout"]), elapsed  # never parked by the stopped peer
@@ -179,12 +170,12 @@ def test_two_peers_stopped_loads_fail_with_doris_text(env):
     owner = c.bes[0]
     time.sleep(1.5)  # the group of the previous test is committed: a new one picks its peers
     for be in c.bes[1:]:
-        _signal(be, signal.SIGSTOP)
+        be.signal_tree(signal.SIGSTOP)
     try:
         answers = _parallel(lambda i: _load(owner, "t", f"{i},two\n".encode()), [101, 102, 103])
     finally:
         for be in c.bes[1:]:
-            _signal(be, signal.SIGCONT)
+            be.signal_tree(signal.SIGCONT)
     peers = {f"127.0.0.1:{be.be_http_port}" for be in c.bes[1:]}
     for reply, elapsed in answers:
         assert reply["Status"] == "Fail", reply
@@ -282,7 +273,6 @@ def test_owner_cut_off_from_the_fe_acknowledges_nothing_the_takeover_misses(env)
     assert not missing, (len(missing), sorted(missing)[:20], failed[-5:])
     assert all(counts[i] == 1 for i in acked), {i: n for i, n in counts.items() if n != 1}
     _wait_alive(c, 3)
-    time.sleep(2)  # every BE knows its peers again
 
 
 def test_owner_killed_and_its_data_deleted_loses_no_acknowledged_row(env):
