@@ -987,7 +987,7 @@ class GroupCommitManager:
         """Raise unless a replicated group may acknowledge a load now (be/wal_replica.py)."""
         lease = self.be.wal_replicas.lease
         if group.replicated and group.replicas is not None and not lease.holds(group.lease_epoch):
-            raise LoadError(f"[CANCELLED]group commit load not acknowledged: {lease.why_not()}")
+            raise lease.refusal()
 
     def replicated_group_spent(self, group: Group) -> bool:
         """A replicated group that can answer no more loads: its peers fell below a quorum, or

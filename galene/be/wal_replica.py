@@ -78,15 +78,38 @@ class WalLease:
     def __init__(self) -> None:
         self.until = 0.0  # wall clock (the FE's grant; clocks are assumed within the margin)
         self.epoch = 0  # bumped by a renewal after a lapse: groups opened before cannot answer
+        self._renewed = asyncio.Event()
 
     def renew(self, until: float) -> None:
         if time.time() >= self.until:
             self.epoch += 1
         self.until = max(self.until, until)
+        self._renewed.set()
+
+    def held(self) -> bool:
+        return time.time() < self.until
+
+    async def wait_held(self, seconds: float) -> bool:
+        """Whether the lease holds, waiting up to `seconds` for a renewal when it does not."""
+        deadline = time.monotonic() + seconds
+        while not self.held():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._renewed.clear()
+            try:
+                await asyncio.wait_for(self._renewed.wait(), left)
+            except TimeoutError:
+                return False
+        return True
 
     def holds(self, epoch: int) -> bool:
         """Whether a group opened at `epoch` may acknowledge a load now."""
         return epoch == self.epoch and time.time() < self.until
+
+    def refusal(self) -> LoadError:
+        """The error of a load a replicated group may not acknowledge for want of the lease."""
+        return LoadError(f"[CANCELLED]group commit load not acknowledged: {self.why_not()}")
 
     def why_not(self) -> str:
         if not self.until:
@@ -326,12 +349,27 @@ class ReplicaStore:
         return min(r, 1 + len(self.be.peers))
 
     async def replicas_for_new_group(self, table: Table | None) -> int:
-        """`replicas_for`, once this BE knows its peers: a replicated table's new group waits
-        (within its load's deadline) for the FE's first heartbeat since this BE started, which
-        lists them; before it the cap would make R = 1 and acknowledge loads with one copy."""
-        if replication_num(table) > 1:
-            await self.be.peers_known.wait()
-        return self.replicas_for(table)
+        """`replicas_for`, once this BE knows its peers and holds its write lease: a replicated
+        table's new group waits (within its load's deadline) for the FE's first heartbeat since
+        this BE started, which lists them (before it the cap would make R = 1 and acknowledge
+        loads with one copy), and for the lease, which the FE grants from the heartbeat after a
+        good one: right after a start, or a heartbeat gap, the loads wait for it instead of being
+        refused. A lease that does not come within two heartbeats refuses the group's loads."""
+        if replication_num(table) <= 1:
+            return self.replicas_for(table)
+        await self.be.peers_known.wait()
+        r = self.replicas_for(table)
+        if r > 1 and not await self.lease.wait_held(self.lease_wait_s()):
+            raise self.lease.refusal()
+        return r
+
+    def lease_wait_s(self) -> float:
+        """How long a new replicated group waits for a lease: two heartbeats and a second."""
+        try:
+            interval = float(self.be.identity.get("heartbeat_interval_s") or 5)
+        except (TypeError, ValueError):
+            interval = 5.0
+        return 2 * interval + 1
 
     def new_set(self, group, table: Table) -> ReplicaSet | None:
         r = self.replicas_for(table)

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from tests.galene_proc import GaleneCluster
-from tests.integration.test_wal_replication import GC, _copies, _counts, _load, _parallel, _signal, _wait_rows
+from tests.integration.test_wal_replication import GC, _copies, _counts, _load, _parallel, _wait_rows
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def test_a_stopped_replica_is_replaced_and_the_replacement_copy_is_complete(clus
     spare = [be for be in c.bes[1:] if be not in holders]
     assert len(holders) == 2 and len(spare) == 1, [b.be_http_port for b in holders]
     stopped = holders[0]
-    _signal(stopped, signal.SIGSTOP)
+    stopped.signal_tree(signal.SIGSTOP)
     try:
         more = list(range(21, 41))
         answers = _parallel(lambda i: _load(owner, "k", f"{i},b\n".encode()), more)
@@ -76,7 +76,7 @@ def test_a_stopped_replica_is_replaced_and_the_replacement_copy_is_complete(clus
         counts = _wait_rows(c, "k", ids, timeout=120)
         assert set(counts) == ids and all(n == 1 for n in counts.values()), counts
     finally:
-        _signal(stopped, signal.SIGCONT)
+        stopped.signal_tree(signal.SIGCONT)
     # The stopped peer's short copy is dropped once it hears the group is visible.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_copies(be) for be in c.bes[1:]):
