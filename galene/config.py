@@ -116,7 +116,13 @@ class Config:
     compaction_local_max_mb: int = 64
     # --- network discipline ---------------------------------------------------------
     rpc_timeout_ms: int = 10000  # default deadline of one FE<->BE call
-    tcp_user_timeout_ms: int = 5000
+    tcp_user_timeout_ms: int = 5000  # the sockets of this node's calls (each also under a deadline)
+    # Accepted HTTP connections (stream loads, peers' calls): how long the kernel
+    # keeps retrying an answer nobody acknowledges before it drops the connection. Longer than
+    # a call's: the expiry sends no reset, so a client on a slow, lossy link whose answer (maybe
+    # of a committed load) is dropped this way waits out its own timeout without one; 5 s lost
+    # answers under tbf 64 kbit/s with 64 clients. A vanished client is still noticed within it.
+    tcp_server_user_timeout_ms: int = 30000
     tcp_keepalive_idle_s: int = 5
     # --- cluster: write canary, load routing, forwarding (docs/ARCHITECTURE.md "Cluster") ----
     # The FE's write canary: a one-row load through each BE's real write path every interval

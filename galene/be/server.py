@@ -39,6 +39,7 @@ from galene.net.server import (
     make_app_runner,
     make_server_socket,
     read_json_object,
+    server_socket_options,
     tasks_dump_handler,
 )
 from galene.storage.fs import filesystem_for
@@ -182,11 +183,11 @@ class BeServer:
         install_task_ages()
         self._runner = make_app_runner(app, self.cfg, handler_class=_DorisErrorRequestHandler)
         await self._runner.setup()
-        sock = make_server_socket(self.host, self.http_port)
+        sock = make_server_socket(self.host, self.http_port, **server_socket_options(self.cfg))
         self.http_port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
         if self.cfg.heartbeat_service_port and self.cfg.heartbeat_service_port != self.http_port:
-            hb = make_server_socket(self.host, self.cfg.heartbeat_service_port)
+            hb = make_server_socket(self.host, self.cfg.heartbeat_service_port, **server_socket_options(self.cfg))
             await web.SockSite(self._runner, hb).start()
         self.error_log = ErrorLogStore(self.cfg.error_log_path, self.host, self.http_port)
         self.health.start()

@@ -35,7 +35,7 @@ from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
-from galene.net.server import Metrics, make_app_runner, make_server_socket
+from galene.net.server import Metrics, make_app_runner, make_server_socket, server_socket_options
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
@@ -132,7 +132,7 @@ class FeServer:
         app.add_routes(diagnose_routes(self, api))
         self._runner = make_app_runner(app, self.cfg)
         await self._runner.setup()
-        sock = make_server_socket(self.host, self.cfg.http_port)
+        sock = make_server_socket(self.host, self.cfg.http_port, **server_socket_options(self.cfg))
         self.http_port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
 

@@ -75,6 +75,12 @@ def make_server_socket(
     return sock
 
 
+def server_socket_options(cfg: Config) -> dict[str, int]:
+    """`make_server_socket`'s socket settings from a node's config (see
+    `Config.tcp_server_user_timeout_ms` for why accepted connections wait longer than calls)."""
+    return {"user_timeout_ms": cfg.tcp_server_user_timeout_ms, "keepalive_idle_s": cfg.tcp_keepalive_idle_s}
+
+
 # ---------------------------------------------------------------------------------------------
 # HTTP servers: request-head bounds and answers to broken framing
 
