@@ -19,12 +19,11 @@ with `galene.engine.write`'s task machinery (`galene.storage.rowset.write_segmen
 file list returns to the driver. The new rowset's version is the run's highest version; the
 caller commits it with `CatalogService.compact_rowsets` (one journal op, no new table version).
 
-DUPLICATE and UNIQUE runs of at most `local_max_bytes` of input (a quarter of it for UNIQUE),
-every rowset written with the table's current columns, are merged in this process with pyarrow
-instead (`compact_locally`):
-the same rules, the same segment writer, a few milliseconds instead of an engine job's fixed
-second or two of CPU — which a table fed by group commit (a rowset a second, a cumulative
-compaction every few seconds) paid over and over, beside its loads.
+Small DUPLICATE and UNIQUE runs (`local_merge.merges_locally`) are merged by a BE with pyarrow
+instead (`local_merge.compact_small_run`, behind `POST /api/_internal/compaction/merge`): the
+same rules, the same segment writer, a few milliseconds instead of an engine job's fixed second
+or two of CPU. The FE sends a run here only when no BE merged it, whatever its size: this
+module never merges in the calling process, so no data rows pass through the FE.
 """
 
 from __future__ import annotations
@@ -44,11 +43,8 @@ from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 from galene.engine import write as w
 from galene.engine.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
-    LOCAL_MAX_BYTES,
     TabletCompaction,
     check_inputs,
-    compact_small_run,
-    merges_locally,
     new_rowset_ids,
 )
 from galene.engine.scan import (
@@ -249,18 +245,14 @@ def compact_tablets(
     rowset_ids: dict[int, str],
     parallelism: int = 4,
     job_tag: str | None = None,
-    local_max_bytes: int = LOCAL_MAX_BYTES,
 ) -> list[Rowset]:
-    """Merge each job's rowsets into one new rowset of its tablet: with pyarrow in this
-    process when `merges_locally`, else as an engine job.
+    """Merge each job's rowsets into one new rowset of its tablet, as one engine job.
 
     Returns the uncommitted rowsets (a tablet whose rows all went — deletes dropped by a base
     compaction — has none), each at its run's highest version. On any failure the files the
     job wrote are deleted before the error propagates."""
     if not jobs:
         return []
-    if merges_locally(table, jobs, local_max_bytes):
-        return compact_small_run(table, jobs, storage_uri, rowset_ids)
     check_inputs(storage_uri, table, jobs)
     plan = w.WritePlan(
         table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)

@@ -382,7 +382,6 @@ class CompactionService:
             asyncio.to_thread(
                 fn, fe.engine, table, jobs, self.cfg.storage_uri,
                 rowset_ids=rowset_ids, parallelism=parallelism, job_tag=tag,
-                local_max_bytes=0,  # never in the FE: data rows stay off the metadata node
             )
         )  # fmt: skip
         try:

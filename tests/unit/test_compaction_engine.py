@@ -2,11 +2,11 @@
 
 Random loads (inserts, updates, deletes with the delete sign, sequence values, NULLs) are
 written as rowsets in the storage layout, random contiguous runs of each tablet's rowsets are
-compacted with `galene.engine.compaction.compact_tablets`, the catalog's replacement is applied
+compacted with `galene.engine.compaction.compact_tablets` (the engine job), the catalog's replacement is applied
 to the Table struct as `CompactRowsets` does, and the table read through `scan.table_frame`
 (what queries read) must be the same before and after every compaction — and equal to a model.
-DUPLICATE and UNIQUE tests run twice: merged by the engine job and, as small runs are, by the
-FE's own pyarrow merge (`merge` fixture).
+DUPLICATE and UNIQUE tests run twice: merged by the engine job and, as small runs are, by a
+BE's pyarrow merge (`galene.engine.local_merge.compact_small_run`; `merge` fixture).
 """
 
 from __future__ import annotations
@@ -22,13 +22,8 @@ import pytest
 
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
 from galene.common.types import parse_type
-from galene.engine.compaction import (
-    LOCAL_MAX_BYTES,
-    TabletCompaction,
-    compact_tablets,
-    merges_locally,
-    new_rowset_ids,
-)
+from galene.engine.compaction import TabletCompaction, compact_tablets, new_rowset_ids
+from galene.engine.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
 from galene.engine.scan import table_frame
 from galene.engine.session import SparkEngine
 
@@ -50,8 +45,8 @@ def engine(request):
 
 @pytest.fixture(params=["engine", "local"])
 def merge(request, engine):
-    """`local_max_bytes` for compact_tablets: 0 (the engine job) or the default (the local
-    merge of small runs, which never touches the engine: run with one engine only)."""
+    """`local_max_bytes` for `compact`: 0 (the engine job) or the default (the local merge of
+    small runs, which never touches the engine: run with one engine only)."""
     if request.param == "local":
         if engine.engine == "sail":
             pytest.skip("the local merge does not use the engine; read back on Spark only")
@@ -125,6 +120,15 @@ def canon(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: tuple((v is None, str(v)) for _, v in sorted(r.items())))
 
 
+def compact(engine, table, jobs, storage_uri, *, local_max_bytes: int = 0, parallelism: int = 4):
+    """Merge `jobs` as the system does: a BE's pyarrow merge when the run is small enough for
+    `local_max_bytes` (0: never), else the engine job."""
+    rowset_ids = new_rowset_ids(jobs)
+    if merges_locally(table, jobs, local_max_bytes):
+        return compact_small_run(table, jobs, storage_uri, rowset_ids)
+    return compact_tablets(engine, table, jobs, storage_uri, rowset_ids=rowset_ids, parallelism=parallelism)
+
+
 def read(engine, table, storage_uri):
     return canon(table_frame(engine.spark(), table, storage_uri).toArrow().to_pylist())
 
@@ -151,15 +155,7 @@ def compact_random(
         jobs.append(TabletCompaction(tablet, PARTITION_ID, rs[i:j], drop_deletes=drop))
     if not jobs:
         return
-    added = compact_tablets(
-        engine,
-        table,
-        jobs,
-        storage_uri,
-        rowset_ids=new_rowset_ids(jobs),
-        parallelism=2,
-        local_max_bytes=local_max_bytes,
-    )
+    added = compact(engine, table, jobs, storage_uri, parallelism=2, local_max_bytes=local_max_bytes)
     for r in added:
         assert r.version == max(x.version for j in jobs if j.tablet_id == r.tablet_id for x in j.rowsets)
         assert r.txn_id == 0 and r.files and r.num_rows > 0
@@ -242,9 +238,7 @@ def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, merge, storage
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
     rs = sorted((r for r in table.rowsets if r.tablet_id == tablet_of(2)), key=lambda r: r.version)
     job = TabletCompaction(tablet_of(2), PARTITION_ID, rs[1:], drop_deletes=False)
-    (added,) = compact_tablets(
-        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
-    )
+    (added,) = compact(engine, table, [job], storage, local_max_bytes=merge)
     root = storage.removeprefix("file://")
     stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for f in added.files)
     assert sorted(stored.column(DELETE_SIGN).to_pylist()) == [0, 1]  # the delete of k=2 is still there
@@ -252,9 +246,7 @@ def test_cumulative_keeps_deletes_that_hide_older_rowsets(engine, merge, storage
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
     # A base compaction (from the oldest rowset) drops it, and the key stays deleted.
     job = TabletCompaction(tablet_of(2), PARTITION_ID, [rs[0], added], drop_deletes=True)
-    (added,) = compact_tablets(
-        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
-    )
+    (added,) = compact(engine, table, [job], storage, local_max_bytes=merge)
     assert added.num_rows == 1 and added.version == 4
     table.rowsets = [added]
     assert read(engine, table, storage) == [{"k": 4, "v": "x"}]
@@ -332,9 +324,7 @@ def test_a_failed_job_leaves_no_files(engine, merge, storage):
     job = TabletCompaction(tablet_of(1), PARTITION_ID, rs, drop_deletes=True)
     before = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     with pytest.raises(Exception):  # noqa: B017 - whatever the engine raises for the missing file
-        compact_tablets(
-            engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=merge
-        )
+        compact(engine, table, [job], storage, local_max_bytes=merge)
     after = {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
     assert after == before
 
@@ -352,9 +342,7 @@ def test_unusual_file_names_take_the_per_rowset_read(engine, storage):
         renamed.append(msgspec.structs.replace(r, files=new))
     table.rowsets = renamed
     job = TabletCompaction(tablet_of(2), PARTITION_ID, renamed, drop_deletes=True)
-    (added,) = compact_tablets(
-        engine, table, [job], storage, rowset_ids=new_rowset_ids([job]), local_max_bytes=0
-    )
+    (added,) = compact_tablets(engine, table, [job], storage, rowset_ids=new_rowset_ids([job]))
     table.rowsets = [added]
     assert read(engine, table, storage) == [{"k": 2, "v": "b"}]
 
@@ -375,7 +363,7 @@ def test_small_runs_merge_without_the_engine(storage):
     assert merges_locally(dup, jobs, LOCAL_MAX_BYTES)
     assert not merges_locally(dup, jobs, 0)
     assert not merges_locally(dup, jobs, sum(r.data_size for r in dup.rowsets) - 1)
-    added = compact_tablets(None, dup, jobs, storage, rowset_ids=new_rowset_ids(jobs))
+    added = compact(None, dup, jobs, storage, local_max_bytes=LOCAL_MAX_BYTES)
     root = storage.removeprefix("file://")
     stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for r in added for f in r.files)
     assert sorted(stored.to_pylist(), key=lambda r: (r["k"], r["v"])) == [
@@ -392,9 +380,7 @@ def test_small_runs_merge_without_the_engine(storage):
     ]
     size = sum(r.data_size for j in jobs for r in j.rowsets)
     assert merges_locally(uniq, jobs, 4 * size) and not merges_locally(uniq, jobs, 4 * size - 4)
-    added = compact_tablets(
-        None, uniq, jobs, storage, rowset_ids=new_rowset_ids(jobs), local_max_bytes=4 * size
-    )
+    added = compact(None, uniq, jobs, storage, local_max_bytes=4 * size)
     stored = pa.concat_tables(pq.read_table(os.path.join(root, f)) for r in added for f in r.files)
     assert stored.to_pylist() == [{"k": 1, "v": "b", DELETE_SIGN: 0}]  # k=2's delete dropped with it
 
