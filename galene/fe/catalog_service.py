@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import msgspec
 
@@ -93,6 +94,9 @@ class CatalogService:
         # Doris' max_tablet_version_num (0: no limit): a load into a table with a tablet of more
         # rowsets fails at its begin, as a Doris BE fails it when opening the tablet writer.
         self.max_tablet_version_num = max_tablet_version_num
+        # Told (from any thread) the id of a table with over half that many rowsets at a load's
+        # begin, so compaction need not wait for its next round (fe/compaction.py).
+        self.on_many_versions: Callable[[int], None] | None = None
 
     @property
     def state(self) -> CatalogState:
@@ -345,8 +349,12 @@ class CatalogService:
 
     def _check_version_count(self, table: Table) -> None:
         limit = self.max_tablet_version_num
+        if limit <= 0:
+            return
+        if len(table.rowsets) > limit // 2 and self.on_many_versions is not None:
+            self.on_many_versions(table.id)
         # A tablet cannot have more rowsets than its table: most loads stop at the length check.
-        if limit <= 0 or len(table.rowsets) <= limit:
+        if len(table.rowsets) <= limit:
             return
         if str(table.properties.get("disable_auto_compaction", "")).lower() == "true":
             return  # as Doris: no version limit where compaction is off

@@ -1,7 +1,9 @@
 """Compaction in the FE: what to compact, when, and how it is asked for and shown.
 
-Galene's tablets live in the storage root and every merge runs on the FE's engine
-(`galene.engine.compaction`), so the FE owns what a Doris BE's storage engine does:
+Galene's tablets live in the storage root and the FE owns what a Doris BE's storage engine
+decides; the merges run elsewhere: a small DUPLICATE/UNIQUE run on a BE with pyarrow
+(`POST /api/_internal/compaction/merge`), anything else as an engine job
+(`galene.engine.compaction`). No data rows pass through the FE.
 
 * Policy (pure functions): a tablet's rowsets in version order; the cumulative run — the
   newest small rowsets above the tablet's newest large one (a rowset is large when it is bigger
@@ -10,7 +12,8 @@ Galene's tablets live in the storage root and every merge runs on the FE's engin
   of them; base/full runs take every rowset.
 * `CompactionService`: one compaction at a time (queries keep their CPU); a background loop
   every `compaction_scheduler_interval_ms` compacts the tablets of the table with the most
-  rowsets waiting once a tablet has `cumulative_compaction_min_deltas` of them (unless
+  rowsets waiting once a tablet has `cumulative_compaction_min_deltas` of them, and at once
+  when a load begins on a table with a tablet past half of `max_tablet_version_num` (unless
   `disable_auto_compaction`, in fe.conf/be.conf or as a table property); `ADMIN COMPACT TABLE`
   and the BE's `/api/compaction/*` (relayed here over the internal API) on demand. The new
   rowset is committed with `CatalogService.compact_rowsets` (one journal op, no new version);
@@ -50,6 +53,8 @@ JOB_TIMEOUT_S = 6 * 3600
 MERGE_TIMEOUT_S = 120.0
 # Tablets merged by one background job, at most (one engine job per table and tick).
 MAX_TABLETS_PER_JOB = 256
+# Rounds woken by a table near max_tablet_version_num come at most this often.
+URGENT_GAP_S = 0.2
 # Doris waits this long for a manual compaction before answering "triggered" (compaction_action.cpp).
 RUN_WAIT_S = 2.0
 
@@ -189,10 +194,20 @@ class CompactionService:
         self._paths = itertools.count(1)
         self._task: asyncio.Task | None = None
         self._manual: set[asyncio.Task] = set()
+        self._wake = asyncio.Event()  # a table nears max_tablet_version_num (note_many_versions)
+        self._event_loop: asyncio.AbstractEventLoop | None = None
 
     # --- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
+        self._event_loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._loop(), name="fe-compaction")
+
+    def note_many_versions(self, table_id: int) -> None:
+        """A load began on a table with over half of `max_tablet_version_num` rowsets (any
+        thread): look for a tablet that needs compacting before the round's interval is up."""
+        loop = self._event_loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)
 
     async def stop(self) -> None:
         tasks = [t for t in (self._task, *self._manual) if t is not None]
@@ -205,15 +220,28 @@ class CompactionService:
                 log.debug("compaction task ended", exc_info=True)
 
     async def _loop(self) -> None:
+        """A round every `compaction_scheduler_interval_ms`; between rounds, one as soon as a
+        tablet holds half of `max_tablet_version_num` rowsets (Doris' BEs pick tablets by
+        score every few ms: a table loaded hundreds of times a second without group commit
+        fills the limit in a few seconds, faster than rounds of one interval). Woken rounds
+        come at most every URGENT_GAP_S and take only such tablets."""
         interval = max(0.05, self.cfg.compaction_scheduler_interval_ms / 1000)
+        next_round = time.monotonic() + interval
         while True:
-            await asyncio.sleep(interval)
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(0.0, next_round - time.monotonic()))
+                urgent = True
+            except TimeoutError:
+                urgent = False
+            self._wake.clear()
+            if not urgent:
+                next_round = time.monotonic() + interval
             if self.cfg.disable_auto_compaction or self._lock.locked():
                 continue
             if not self.fe.engine_ready.is_set() or self.fe.engine is None:
                 continue
             try:
-                pick = self._pick_background()
+                pick = self._pick_background(min_tablet_rowsets=self._urgent_rowsets() if urgent else 0)
                 if pick is not None:
                     table_id, tablet_ids, state = pick
                     outcome = await self.compact(table_id, tablet_ids, "cumulative", manual=False)
@@ -225,20 +253,35 @@ class CompactionService:
                 raise
             except Exception:
                 log.exception("background compaction failed")
+            if urgent:
+                await asyncio.sleep(URGENT_GAP_S)
 
-    def _pick_background(self) -> tuple[int, list[int], tuple[int, int]] | None:
+    def _urgent_rowsets(self) -> int:
+        """A tablet with this many rowsets is compacted without waiting for the next round."""
+        return (
+            max(2, self.fe.catalog.max_tablet_version_num // 2)
+            if self.fe.catalog.max_tablet_version_num
+            else 0
+        )
+
+    def _pick_background(self, min_tablet_rowsets: int = 0) -> tuple[int, list[int], tuple[int, int]] | None:
         """The table whose tablets have the most rowsets waiting, those tablets, and the
-        table's (version, rowset count) when picked."""
+        table's (version, rowset count) when picked; with `min_tablet_rowsets`, only tablets
+        holding at least that many rowsets count."""
         min_deltas = max(2, self.cfg.cumulative_compaction_min_deltas)
         best: tuple[int, int, list[int], tuple[int, int]] | None = None
         for table in list(self.fe.state.tables.values()):
             n = len(table.rowsets)
-            if n < min_deltas or _truthy(table.properties.get("disable_auto_compaction")):
+            if n < max(min_deltas, min_tablet_rowsets) or _truthy(
+                table.properties.get("disable_auto_compaction")
+            ):
                 continue
             if self._idle.get(table.id) == (table.visible_version, n):
                 continue  # unchanged since it had nothing to compact
             score, tablets = 0, []
             for tid, rs in tablet_rowsets(table).items():
+                if len(rs) < min_tablet_rowsets:
+                    continue
                 run = pick_cumulative(
                     rs, min_deltas=min_deltas, max_deltas=self.cfg.cumulative_compaction_max_deltas
                 )
@@ -246,7 +289,8 @@ class CompactionService:
                     score += len(run)
                     tablets.append(tid)
             if not tablets:
-                self._idle[table.id] = (table.visible_version, n)
+                if not min_tablet_rowsets:  # a narrower look proves nothing about the rest
+                    self._idle[table.id] = (table.visible_version, n)
                 continue
             if best is None or score > best[0]:
                 best = (score, table.id, tablets[:MAX_TABLETS_PER_JOB], (table.visible_version, n))
@@ -422,7 +466,9 @@ class CompactionService:
         )
         if status != 200 or not isinstance(body, dict) or body.get("status") != "OK":
             message = body.get("message") if isinstance(body, dict) else body
-            log.warning("compaction merge on backend %s:%s refused (HTTP %s): %s", be.host, port, status, message)
+            log.warning(
+                "compaction merge on backend %s:%s refused (HTTP %s): %s", be.host, port, status, message
+            )
             return None
         return msgspec.convert(body.get("rowsets") or [], list[Rowset])
 

@@ -103,6 +103,7 @@ class FeServer:
             # Doris lifts the limit where compaction is off (disable_auto_compaction).
             max_tablet_version_num=0 if self.cfg.disable_auto_compaction else self.cfg.max_tablet_version_num,
         )
+        self.catalog.on_many_versions = self.compaction.note_many_versions
         # Users: a new cluster's initial root password; the warning while root is open.
         fresh = self.store.last_journal_id == 0 and self.store.last_image_id == 0
         await asyncio.to_thread(
