@@ -195,6 +195,7 @@ class CompactionService:
         self._task: asyncio.Task | None = None
         self._manual: set[asyncio.Task] = set()
         self._wake = asyncio.Event()  # a table nears max_tablet_version_num (note_many_versions)
+        self._urgent_tables: set[int] = set()  # those tables, until the woken round looks at them
         self._event_loop: asyncio.AbstractEventLoop | None = None
 
     # --- lifecycle ------------------------------------------------------------------
@@ -207,7 +208,11 @@ class CompactionService:
         thread): look for a tablet that needs compacting before the round's interval is up."""
         loop = self._event_loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._wake.set)
+            loop.call_soon_threadsafe(self._note_urgent, table_id)
+
+    def _note_urgent(self, table_id: int) -> None:
+        self._urgent_tables.add(table_id)
+        self._wake.set()
 
     async def stop(self) -> None:
         tasks = [t for t in (self._task, *self._manual) if t is not None]
@@ -234,6 +239,9 @@ class CompactionService:
             except TimeoutError:
                 urgent = False
             self._wake.clear()
+            only, self._urgent_tables = (
+                (self._urgent_tables, set()) if urgent else (None, self._urgent_tables)
+            )
             if not urgent:
                 next_round = time.monotonic() + interval
             if self.cfg.disable_auto_compaction or self._lock.locked():
@@ -241,7 +249,9 @@ class CompactionService:
             if not self.fe.engine_ready.is_set() or self.fe.engine is None:
                 continue
             try:
-                pick = self._pick_background(min_tablet_rowsets=self._urgent_rowsets() if urgent else 0)
+                pick = self._pick_background(
+                    min_tablet_rowsets=self._urgent_rowsets() if urgent else 0, only=only
+                )
                 if pick is not None:
                     table_id, tablet_ids, state = pick
                     outcome = await self.compact(table_id, tablet_ids, "cumulative", manual=False)
@@ -264,13 +274,18 @@ class CompactionService:
             else 0
         )
 
-    def _pick_background(self, min_tablet_rowsets: int = 0) -> tuple[int, list[int], tuple[int, int]] | None:
+    def _pick_background(
+        self, min_tablet_rowsets: int = 0, only: set[int] | None = None
+    ) -> tuple[int, list[int], tuple[int, int]] | None:
         """The table whose tablets have the most rowsets waiting, those tablets, and the
         table's (version, rowset count) when picked; with `min_tablet_rowsets`, only tablets
-        holding at least that many rowsets count."""
+        holding at least that many rowsets count; with `only`, only those tables are looked at
+        (a woken round costs what its tables hold, not the whole catalog)."""
         min_deltas = max(2, self.cfg.cumulative_compaction_min_deltas)
         best: tuple[int, int, list[int], tuple[int, int]] | None = None
-        for table in list(self.fe.state.tables.values()):
+        tables = self.fe.state.tables
+        candidates = list(tables.values()) if only is None else [tables[t] for t in only if t in tables]
+        for table in candidates:
             n = len(table.rowsets)
             if n < max(min_deltas, min_tablet_rowsets) or _truthy(
                 table.properties.get("disable_auto_compaction")
