@@ -358,10 +358,9 @@ class ReplicaStore:
         if replication_num(table) <= 1:
             return self.replicas_for(table)
         await self.be.peers_known.wait()
-        r = self.replicas_for(table)
-        if r > 1 and not await self.lease.wait_held(self.lease_wait_s()):
+        if self.replicas_for(table) > 1 and not await self.lease.wait_held(self.lease_wait_s()):
             raise self.lease.refusal()
-        return r
+        return self.replicas_for(table)  # the peers as the heartbeat that granted it lists them
 
     def lease_wait_s(self) -> float:
         """How long a new replicated group waits for a lease: two heartbeats and a second."""
