@@ -11,7 +11,6 @@ Last line: `RATIO query_overhead <galene total ÷ raw Spark total>`.
 from __future__ import annotations
 
 import argparse
-import glob
 import shutil
 import tempfile
 import time
@@ -78,6 +77,7 @@ def main() -> None:
 
             galene_times[name], galene_results[name] = best_of(run)
         conn.close()
+        print("galene:", {k: round(v, 3) for k, v in galene_times.items()}, flush=True)
 
         from pyspark.sql import SparkSession
 
@@ -91,13 +91,17 @@ def main() -> None:
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("WARN")
-        storage = work / "galene" / "storage" / "data"
-        # Table ids: the fact table was created first, so its directory sorts first.
-        db_dir = next(storage.iterdir())
-        table_dirs = sorted(db_dir.iterdir(), key=lambda p: int(p.name))
-        for view, tdir in zip(("fact", "dim"), table_dirs):
-            files = sorted(glob.glob(str(tdir / "*" / "*" / "*.parquet")))
-            spark.read.parquet(*files).createOrReplaceTempView(view)
+        # Galene's files, told apart by their columns (whatever the storage layout).
+        import pyarrow.parquet as pq
+
+        files: dict[str, list[str]] = {"fact": [], "dim": []}
+        for f in sorted((work / "galene").rglob("*.parquet")):
+            names = pq.read_schema(f).names
+            view = "fact" if "c_int" in names else "dim" if "name" in names else None
+            if view is not None:
+                files[view].append(str(f))
+        for view in ("fact", "dim"):
+            spark.read.parquet(*files[view]).createOrReplaceTempView(view)
         spark_times = {}
         for name, sql in QUERIES.items():
             spark_times[name], result = best_of(lambda sql=sql: spark.sql(sql).collect())
