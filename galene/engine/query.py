@@ -4,6 +4,8 @@ The caller (the SQL layer) has already rewritten the user's statement to Spark S
 view names it chose, and says which table snapshot each view name means. `run_query`
 binds those names to `table_frame`s as temporary views for the duration of the query,
 runs it, and returns the rows as an Arrow table together with the Spark column types.
+`stream_query` is the same query with its rows as a sequence of Arrow batches, read from the
+engine as they are consumed (a client's result: nothing holds it whole in this process).
 
 DataFrames are kept per table snapshot in a small LRU: a DataFrame carries its resolved
 file index, so a repeated query over the same snapshot does not list the files again. The
@@ -18,9 +20,11 @@ Doris fails a query whose backend died under it the same way.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -188,13 +192,187 @@ def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
 def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:
     """Cancel the engine jobs tagged `job_tag` (a query past its timeout, or killed)."""
     if engine.is_alive():
-        _call_quietly(engine.spark(), "interruptTag", job_tag)
+        spark = engine.spark()
+        _call_quietly(spark, "interruptTag", job_tag)
+        if getattr(spark, "_jsparkSession", None) is not None:  # classic: a streamed result's jobs
+            _call_quietly(spark.sparkContext, "cancelJobsWithTag", job_tag)
 
 
-def _call_quietly(spark, method: str, tag: str) -> None:
+def _call_quietly(spark, method: str, tag: str) -> None:  # a session, or classic Spark's context
     # SparkSession.addTag/removeTag/interruptTag exist on classic Spark 3.5+ and on Spark
     # Connect; without them a query just cannot be cancelled mid-job.
     try:
         getattr(spark, method)(tag)
     except Exception:
         log.debug("%s(%s) failed", method, tag, exc_info=True)
+
+
+# --- streaming --------------------------------------------------------------------------
+
+
+@dataclass
+class ResultHead:
+    """What `stream_query` yields before the rows: the (name, Spark type) columns and the Arrow
+    schema every following batch has."""
+
+    columns: list[tuple[str, str]]
+    schema: pa.Schema
+
+
+def stream_query(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None = None,
+) -> Iterator[ResultHead | pa.RecordBatch]:
+    """`run_query`, but the rows come as they are read: one `ResultHead`, then the batches.
+
+    A generator to be driven to its end or closed in one thread: the job tag and the temp
+    views are that thread's, and are removed when the generator ends, fails or is closed.
+    The head comes only once the first batch (or the end) is in hand, so an error of the
+    engine before the first row fails the first `next()`, before any column is announced."""
+    try:
+        yield from _stream_once(engine, spark_sql, views, storage_uri, job_tag)
+    except Exception as e:
+        if engine.is_alive():
+            raise
+        reason = engine.death_reason()
+        log.warning("%s died during a query (%s); the next query starts a new one", engine.name, reason)
+        raise GaleneError(
+            f"[CANCELLED]query engine ({engine.name}) died during the query ({reason}); "
+            "a new one starts with the next query"
+        ) from e
+
+
+def _stream_once(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None,
+) -> Iterator[ResultHead | pa.RecordBatch]:
+    spark = engine.spark()
+    registered: list[str] = []
+    classic = False
+    if job_tag:
+        _call_quietly(spark, "addTag", job_tag)
+    try:
+        for name, (table, version) in views.items():
+            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
+            registered.append(name)
+        df = spark.sql(spark_sql)
+        classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
+        if classic and job_tag:
+            # The partition jobs below run outside a SQL execution, where the session's tags
+            # are not applied: the context's tag (a thread property) marks them instead.
+            _call_quietly(spark.sparkContext, "addJobTag", job_tag)
+        batches = _classic_batches(df) if classic else _connect_batches(df)
+        head = next(batches)
+        first = next(batches, None)
+        yield head
+        if first is not None:
+            yield first
+            yield from batches
+    finally:
+        if job_tag:
+            _call_quietly(spark, "removeTag", job_tag)
+            if classic:
+                _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
+        for name in registered:
+            try:
+                spark.catalog.dropTempView(name)
+            except Exception:  # the session may be dead; its views died with it
+                log.debug("dropping temp view %s failed", name, exc_info=True)
+
+
+def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
+    """Classic Spark: the result's Arrow batches one partition at a time, in order.
+
+    `toArrow` (`collectAsArrowToPython`) cannot stream: the JVM sends the batches in the order
+    partitions finish and their true order only after the last one, so the Python side must
+    hold all of them to reorder. Instead the result's Arrow batch RDD (`toArrowBatchRdd`,
+    Spark-internal but public in the JVM) is served like `toLocalIterator` serves rows: the
+    driver JVM computes one partition (and prefetches the next) and sends it when Python asks
+    for it, so Python holds one batch at a time and the driver JVM at most two partitions.
+    The batches come as bare Arrow IPC messages; their schema is the one Spark writes, taken
+    from an empty `collectAsArrowToPython` of the same query, then cast like `toArrow` does.
+    Without that internal API (another Spark version) the result is collected whole, as before,
+    and a warning says so."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.util import _local_iterator_from_socket
+
+    spark = df.sparkSession
+    columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    large = str(spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
+    declared = to_arrow_schema(
+        df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
+    )
+    try:
+        rdd = df._jdf.toArrowBatchRdd()
+        serve = spark._jvm.org.apache.spark.api.python.PythonRDD.toLocalIteratorAndServe
+    except Py4JError:
+        log.warning("this Spark has no Arrow batch RDD: the query result is collected whole", exc_info=True)
+        table = df.toArrow()
+        yield ResultHead(columns, table.schema)
+        yield from table.to_batches()
+        return
+    with unwrap_spark_exception():
+        sent = df.limit(0)._collect_as_arrow(empty_list_if_zero_records=False, prefers_large_var_types=large)
+    sent_schema = sent[0].schema
+    yield ResultHead(columns, declared)
+    with unwrap_spark_exception():
+        sock_info = serve(rdd, True)
+        server = sock_info[2]
+        for message in _local_iterator_from_socket(sock_info, NoOpSerializer()):
+            batch = pa.ipc.read_record_batch(pa.py_buffer(message), sent_schema)
+            yield batch.cast(declared) if batch.schema != declared else batch
+        server.getResult()  # the serving thread's failure, if any
+
+
+def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
+    """Spark Connect (Sail): the batches as the server sends them (`toLocalIterator`'s reader).
+
+    The columns' types are those of `_collect`, decided from the declared schema and the first
+    batch (the column definitions go out before the first row): a column the first batch
+    cannot be cast to its declaration keeps the type it was sent with. Every later batch is
+    cast to the same types; one that cannot be is an error of the query."""
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    declared = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    client = df._session.client
+    tables = (
+        t
+        for t in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations)
+        if not isinstance(t, StructType)
+    )
+    first = next(tables, None)
+    schema = declared
+    if first is not None:
+        fields = []
+        for i, field in enumerate(declared):
+            data = first.column(i)
+            try:
+                if pa.types.is_null(field.type) and not pa.types.is_null(data.type):
+                    raise pa.ArrowNotImplementedError("a NULL-typed declaration")
+                data.cast(field.type)
+                fields.append(field)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                log.debug("column %s: declared %s, sent %s; kept as sent", field.name, field.type, data.type)
+                columns[i] = (field.name, from_arrow_type(data.type).simpleString())
+                fields.append(field.with_type(data.type))
+        schema = pa.schema(fields, metadata=declared.metadata)
+    yield ResultHead(columns, schema)
+    if first is None:
+        return
+    for table in itertools.chain([first], tables):
+        try:
+            cast = table.cast(schema) if table.schema != schema else table
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+            raise GaleneError(f"a result batch does not fit the result's column types {schema.types}: {e}") from e
+        yield from cast.to_batches()
