@@ -299,7 +299,7 @@ def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
     from an empty `collectAsArrowToPython` of the same query, then cast like `toArrow` does.
     Without that internal API (another Spark version) the result is collected whole, as before,
     and a warning says so."""
-    from py4j.protocol import Py4JError
+    from py4j.protocol import Py4JError, Py4JJavaError
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.serializers import NoOpSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -312,8 +312,12 @@ def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
         df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
     )
     try:
+        # With adaptive execution this runs the query's shuffle stages (spilled by the engine,
+        # not held here); the last stage runs partition by partition as Python reads.
         rdd = df._jdf.toArrowBatchRdd()
         serve = spark._jvm.org.apache.spark.api.python.PythonRDD.toLocalIteratorAndServe
+    except Py4JJavaError:
+        raise  # the query failed: not a missing API
     except Py4JError:
         log.warning("this Spark has no Arrow batch RDD: the query result is collected whole", exc_info=True)
         table = df.toArrow()

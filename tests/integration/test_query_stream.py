@@ -107,3 +107,18 @@ def test_query_timeout_ends_a_result_read_too_slowly(galene, big):
         with conn.cursor() as cur:
             cur.execute("SELECT COUNT(*) FROM big")
             assert list(cur.fetchall()) == [(ROWS,)]
+
+
+def test_kill_query_ends_a_result_being_streamed(galene, big):
+    with galene.mysql(big) as victim, galene.mysql(big) as admin:
+        with pytest.raises(pymysql.MySQLError) as e, victim.cursor(pymysql.cursors.SSCursor) as cur:
+            cur.execute("SELECT id, repeat('x', 150) AS pad FROM big ORDER BY id")  # ~45 MB: still streaming
+            assert cur.fetchone() == (0, "x" * 150)
+            with admin.cursor() as kill:
+                kill.execute(f"KILL QUERY {victim.thread_id()}")
+            while cur.fetchone() is not None:
+                pass
+        assert e.value.args[0] == 1317, e.value
+        with victim.cursor() as cur:  # KILL QUERY keeps the session
+            cur.execute("SELECT COUNT(*) FROM big")
+            assert list(cur.fetchall()) == [(ROWS,)]
