@@ -341,9 +341,11 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
     """Spark Connect (Sail): the batches as the server sends them (`toLocalIterator`'s reader).
 
     The columns' types are those of `_collect`, decided from the declared schema and the first
-    batch (the column definitions go out before the first row): a column the first batch
-    cannot be cast to its declaration keeps the type it was sent with. Every later batch is
-    cast to the same types; one that cannot be is an error of the query."""
+    batch (the column definitions go out before the first row): a column keeps the type it was
+    sent with when its declaration cannot hold that type's values in general (NULL, or fewer
+    decimal places: the first batch of `1 UNION ALL 2.5` holds only the 1) or cannot hold the
+    first batch's. Every later batch is cast to the same types; one that cannot be is an error
+    of the query."""
     from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
     from pyspark.sql.types import StructType
 
@@ -362,8 +364,8 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
         for i, field in enumerate(declared):
             data = first.column(i)
             try:
-                if pa.types.is_null(field.type) and not pa.types.is_null(data.type):
-                    raise pa.ArrowNotImplementedError("a NULL-typed declaration")
+                if _keeps_sent_type(field.type, data.type):
+                    raise pa.ArrowNotImplementedError("a declaration narrower than the values sent")
                 data.cast(field.type)
                 fields.append(field)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
@@ -380,3 +382,15 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
             raise GaleneError(f"a result batch does not fit the result's column types {schema.types}: {e}") from e
         yield from cast.to_batches()
+
+
+def _keeps_sent_type(declared: pa.DataType, sent: pa.DataType) -> bool:
+    """Whether values sent as `sent` may not fit `declared` whatever they are (Sail's UNION
+    declarations, see `_collect`)."""
+    if declared == sent:
+        return False
+    if pa.types.is_null(declared):
+        return not pa.types.is_null(sent)
+    if pa.types.is_decimal(sent) and sent.scale > 0:
+        return pa.types.is_integer(declared) or (pa.types.is_decimal(declared) and declared.scale < sent.scale)
+    return False

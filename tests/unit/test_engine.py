@@ -485,6 +485,24 @@ def test_stream_query_yields_the_same_rows_as_run_query_and_drops_its_views(engi
     assert "st_v" not in _temp_views(engine)
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT NULL AS c UNION ALL SELECT 10 AS c",
+        "SELECT 1 AS c UNION ALL SELECT 2.5 AS c",
+        "SELECT 2.5 AS c UNION ALL SELECT 1 AS c",
+        "SELECT 1.5 AS c UNION ALL SELECT 2.25 AS c",
+    ],
+)
+def test_stream_query_types_a_union_like_run_query(engine, storage, sql):
+    # Sail declares a UNION's types from its first branch and sends others (see _collect).
+    whole = run_query(engine, sql, {}, storage)
+    head, *batches = stream_query(engine, sql, {}, storage)
+    assert head.columns == whole.columns, (head.columns, whole.columns)
+    streamed = pa.Table.from_batches(batches, schema=head.schema)
+    assert sorted(streamed.column(0).to_pylist(), key=repr) == sorted(whole.table.column(0).to_pylist(), key=repr)
+
+
 def test_interrupt_jobs_ends_a_streamed_query(engine, storage):
     t = make_table(812, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
     add_rowset(storage, t, 2, {"k": list(range(1000))})
