@@ -189,8 +189,24 @@ def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
     return columns, pa.Table.from_arrays(arrays, schema=pa.schema(out_fields, metadata=declared.metadata))
 
 
+# The tags `interrupt_jobs` was called for, newest last (bounded: a tag is only asked about
+# while its query runs, and removed when it ends).
+_INTERRUPTED_KEPT = 1024
+_interrupted: OrderedDict[str, None] = OrderedDict()
+_interrupted_lock = threading.Lock()
+
+
+def _was_interrupted(job_tag: str) -> bool:
+    with _interrupted_lock:
+        return job_tag in _interrupted
+
+
 def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:
     """Cancel the engine jobs tagged `job_tag` (a query past its timeout, or killed)."""
+    with _interrupted_lock:
+        _interrupted[job_tag] = None
+        while len(_interrupted) > _INTERRUPTED_KEPT:
+            _interrupted.popitem(last=False)
     if engine.is_alive():
         spark = engine.spark()
         _call_quietly(spark, "interruptTag", job_tag)
@@ -267,7 +283,7 @@ def _stream_once(
             # The partition jobs below run outside a SQL execution, where the session's tags
             # are not applied: the context's tag (a thread property) marks them instead.
             _call_quietly(spark.sparkContext, "addJobTag", job_tag)
-        batches = _classic_batches(df) if classic else _connect_batches(df)
+        batches = _classic_batches(df, job_tag) if classic else _connect_batches(df)
         head = next(batches)
         first = next(batches, None)
         yield head
@@ -279,6 +295,8 @@ def _stream_once(
             _call_quietly(spark, "removeTag", job_tag)
             if classic:
                 _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
+            with _interrupted_lock:
+                _interrupted.pop(job_tag, None)
         for name in registered:
             try:
                 spark.catalog.dropTempView(name)
@@ -286,24 +304,27 @@ def _stream_once(
                 log.debug("dropping temp view %s failed", name, exc_info=True)
 
 
-def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
-    """Classic Spark: the result's Arrow batches one partition at a time, in order.
+def _classic_batches(df: DataFrame, job_tag: str | None) -> Iterator[ResultHead | pa.RecordBatch]:
+    """Classic Spark: the result's Arrow batches a group of partitions at a time, in order.
 
     `toArrow` (`collectAsArrowToPython`) cannot stream: the JVM sends the batches in the order
     partitions finish and their true order only after the last one, so the Python side must
     hold all of them to reorder. Instead the result's Arrow batch RDD (`toArrowBatchRdd`,
-    Spark-internal but public in the JVM) is served like `toLocalIterator` serves rows: the
-    driver JVM computes one partition (and prefetches the next) and sends it when Python asks
-    for it, so Python holds one batch at a time and the driver JVM at most two partitions.
-    The batches come as bare Arrow IPC messages; their schema is the one Spark writes, taken
-    from an empty `collectAsArrowToPython` of the same query, then cast like `toArrow` does.
-    Without that internal API (another Spark version) the result is collected whole, as before,
-    and a warning says so."""
+    Spark-internal but public in the JVM) is run as `RDD.runJob` runs jobs: one job per group
+    of `defaultParallelism` partitions (all cores busy, as for a collect), whose batches the
+    driver JVM holds and serves in partition order over a socket that Python reads one batch
+    at a time; the next group starts once Python has read this one. So Python holds one
+    batch, the driver JVM one group of partitions (toLocalIterator's one partition at a time
+    would run a scan on one core). The batches come as bare Arrow IPC messages; their schema
+    is the one Spark writes, taken from an empty `collectAsArrowToPython` of the same query,
+    then cast like `toArrow` does. A group is not started once `interrupt_jobs` was called
+    for `job_tag` (a cancel between two groups has no job to cancel). Without that internal API (another Spark version) the
+    result is collected whole, as before, and a warning says so."""
     from py4j.protocol import Py4JError, Py4JJavaError
+    from pyspark.core.rdd import _load_from_socket
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.serializers import NoOpSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.util import _local_iterator_from_socket
 
     spark = df.sparkSession
     columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
@@ -313,9 +334,11 @@ def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
     )
     try:
         # With adaptive execution this runs the query's shuffle stages (spilled by the engine,
-        # not held here); the last stage runs partition by partition as Python reads.
+        # not held here); the last stage runs group by group as Python reads.
         rdd = df._jdf.toArrowBatchRdd()
-        serve = spark._jvm.org.apache.spark.api.python.PythonRDD.toLocalIteratorAndServe
+        jrdd = rdd.toJavaRDD()
+        partitions = rdd.getNumPartitions()
+        run_job = spark._jvm.org.apache.spark.api.python.PythonRDD.runJob
     except Py4JJavaError:
         raise  # the query failed: not a missing API
     except Py4JError:
@@ -328,13 +351,17 @@ def _classic_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
         sent = df.limit(0)._collect_as_arrow(empty_list_if_zero_records=False, prefers_large_var_types=large)
     sent_schema = sent[0].schema
     yield ResultHead(columns, declared)
-    with unwrap_spark_exception():
-        sock_info = serve(rdd, True)
-        server = sock_info[2]
-        for message in _local_iterator_from_socket(sock_info, NoOpSerializer()):
-            batch = pa.ipc.read_record_batch(pa.py_buffer(message), sent_schema)
-            yield batch.cast(declared) if batch.schema != declared else batch
-        server.getResult()  # the serving thread's failure, if any
+    sc = spark.sparkContext
+    group = max(1, int(sc.defaultParallelism))
+    for start in range(0, partitions, group):
+        if job_tag and _was_interrupted(job_tag):
+            raise GaleneError("[CANCELLED]the query was cancelled")
+        with unwrap_spark_exception():
+            sock_info = run_job(sc._jsc.sc(), jrdd, list(range(start, min(partitions, start + group))))
+        with _load_from_socket(sock_info, NoOpSerializer()) as messages:
+            for message in messages:
+                batch = pa.ipc.read_record_batch(pa.py_buffer(message), sent_schema)
+                yield batch.cast(declared) if batch.schema != declared else batch
 
 
 def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:

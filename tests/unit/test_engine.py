@@ -507,21 +507,24 @@ def test_interrupt_jobs_ends_a_streamed_query(engine, storage):
     t = make_table(812, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
     add_rowset(storage, t, 2, {"k": list(range(1000))})
     views = {"si_v": (t, 2)}
-    # Rows at once from the first branch, then 10^12 joined rows, none of which qualifies:
-    # a join of the last stage (no shuffle before it), read only as the stream is consumed.
+    # Rows at once from the first branches (more partitions than Spark runs in one group: one
+    # per core), then 10^12 joined rows, none of which qualifies: a join of the last stage
+    # (no shuffle before it), run only as the stream is consumed.
+    quick = " UNION ALL ".join(["SELECT k AS n FROM si_v"] * ((os.cpu_count() or 1) + 1))
     sql = (
-        "SELECT k AS n FROM si_v UNION ALL SELECT a.k AS n"
+        f"{quick} UNION ALL SELECT a.k AS n"
         " FROM si_v a CROSS JOIN si_v b CROSS JOIN si_v c CROSS JOIN si_v d WHERE (a.k * b.k + c.k * d.k) % 7 = 9"
     )
     tag = f"galene-test-{uuid.uuid4().hex[:8]}"
-    first_rows = threading.Event()
+    first_rows, interrupted = threading.Event(), threading.Event()
     outcome: dict = {}
 
     def read():
         try:
             for item in stream_query(engine, sql, views, storage, tag):
-                if not isinstance(item, ResultHead):
+                if not isinstance(item, ResultHead) and not first_rows.is_set():
                     first_rows.set()
+                    interrupted.wait(120)  # a client that has stopped reading, then the cancel
             outcome["end"] = "complete"
         except Exception as e:  # noqa: BLE001 - the assertion below looks at it
             outcome["error"] = e
@@ -531,6 +534,7 @@ def test_interrupt_jobs_ends_a_streamed_query(engine, storage):
     worker.start()
     assert first_rows.wait(120)
     interrupt_jobs(engine, tag)
+    interrupted.set()
     worker.join(120)
     assert not worker.is_alive() and "error" in outcome, outcome
     assert "si_v" not in _temp_views(engine)
