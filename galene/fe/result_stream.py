@@ -84,11 +84,13 @@ class ResultStream:
         """The next item, None at the end; raises the engine's error, or the timeout's."""
         if self._ended:
             return None
-        remaining = self.deadline - self._loop.time()
         try:
-            if remaining <= 0:
+            # Not wait_for: on Python 3.11 it can swallow a cancel (KILL QUERY) that comes as
+            # the item does.
+            if self._loop.time() >= self.deadline:  # a queued item is taken without waiting
                 raise TimeoutError
-            kind, value = await asyncio.wait_for(self._queue.get(), remaining)
+            async with asyncio.timeout_at(self.deadline):
+                kind, value = await self._queue.get()
         except TimeoutError:
             await self.aclose()
             raise self._timeout_error() from None
