@@ -607,7 +607,14 @@ class SqlExecutor:
             cancel=lambda: interrupt_jobs(engine, tag),
         )
         reader = stream_query(engine, spark_sql, views, self.fe.cfg.storage_uri, tag)
-        loop.run_in_executor(self.stream_pool, functions.run, pump, result, reader)
+
+        def read() -> None:
+            try:
+                functions.run(pump, result, reader)
+            except BaseException as e:  # noqa: BLE001 - a table function's view failed: the query's error
+                result.finish(e)
+
+        loop.run_in_executor(self.stream_pool, read)
         await result.start()  # KILL, timeout and errors close the stream (cancelling the job)
         return result
 
