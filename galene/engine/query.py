@@ -4,6 +4,8 @@ The caller (the SQL layer) has already rewritten the user's statement to Spark S
 view names it chose, and says which table snapshot each view name means. `run_query`
 binds those names to `table_frame`s as temporary views for the duration of the query,
 runs it, and returns the rows as an Arrow table together with the Spark column types.
+`stream_query` is the same query with its rows as a sequence of Arrow batches, read from the
+engine as they are consumed (a client's result: nothing holds it whole in this process).
 
 DataFrames are kept per table snapshot in a small LRU: a DataFrame carries its resolved
 file index, so a repeated query over the same snapshot does not list the files again. The
@@ -18,9 +20,11 @@ Doris fails a query whose backend died under it the same way.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -185,16 +189,235 @@ def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
     return columns, pa.Table.from_arrays(arrays, schema=pa.schema(out_fields, metadata=declared.metadata))
 
 
+# The tags `interrupt_jobs` was called for, newest last (bounded: a tag is only asked about
+# while its query runs, and removed when it ends).
+_INTERRUPTED_KEPT = 1024
+_interrupted: OrderedDict[str, None] = OrderedDict()
+_interrupted_lock = threading.Lock()
+
+
+def _was_interrupted(job_tag: str) -> bool:
+    with _interrupted_lock:
+        return job_tag in _interrupted
+
+
 def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:
     """Cancel the engine jobs tagged `job_tag` (a query past its timeout, or killed)."""
+    with _interrupted_lock:
+        _interrupted[job_tag] = None
+        while len(_interrupted) > _INTERRUPTED_KEPT:
+            _interrupted.popitem(last=False)
     if engine.is_alive():
-        _call_quietly(engine.spark(), "interruptTag", job_tag)
+        spark = engine.spark()
+        _call_quietly(spark, "interruptTag", job_tag)
+        if getattr(spark, "_jsparkSession", None) is not None:  # classic: a streamed result's jobs
+            _call_quietly(spark.sparkContext, "cancelJobsWithTag", job_tag)
 
 
-def _call_quietly(spark, method: str, tag: str) -> None:
+def _call_quietly(spark, method: str, tag: str) -> None:  # a session, or classic Spark's context
     # SparkSession.addTag/removeTag/interruptTag exist on classic Spark 3.5+ and on Spark
     # Connect; without them a query just cannot be cancelled mid-job.
     try:
         getattr(spark, method)(tag)
     except Exception:
         log.debug("%s(%s) failed", method, tag, exc_info=True)
+
+
+# --- streaming --------------------------------------------------------------------------
+
+
+@dataclass
+class ResultHead:
+    """What `stream_query` yields before the rows: the (name, Spark type) columns and the Arrow
+    schema every following batch has."""
+
+    columns: list[tuple[str, str]]
+    schema: pa.Schema
+
+
+def stream_query(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None = None,
+) -> Iterator[ResultHead | pa.RecordBatch]:
+    """`run_query`, but the rows come as they are read: one `ResultHead`, then the batches.
+
+    A generator to be driven to its end or closed in one thread: the job tag and the temp
+    views are that thread's, and are removed when the generator ends, fails or is closed.
+    The head comes only once the first batch (or the end) is in hand, so an error of the
+    engine before the first row fails the first `next()`, before any column is announced."""
+    try:
+        yield from _stream_once(engine, spark_sql, views, storage_uri, job_tag)
+    except Exception as e:
+        if engine.is_alive():
+            raise
+        reason = engine.death_reason()
+        log.warning("%s died during a query (%s); the next query starts a new one", engine.name, reason)
+        raise GaleneError(
+            f"[CANCELLED]query engine ({engine.name}) died during the query ({reason}); "
+            "a new one starts with the next query"
+        ) from e
+
+
+def _stream_once(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None,
+) -> Iterator[ResultHead | pa.RecordBatch]:
+    spark = engine.spark()
+    registered: list[str] = []
+    classic = False
+    if job_tag:
+        _call_quietly(spark, "addTag", job_tag)
+    try:
+        for name, (table, version) in views.items():
+            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
+            registered.append(name)
+        df = spark.sql(spark_sql)
+        classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
+        if classic and job_tag:
+            # The partition jobs below run outside a SQL execution, where the session's tags
+            # are not applied: the context's tag (a thread property) marks them instead.
+            _call_quietly(spark.sparkContext, "addJobTag", job_tag)
+        batches = _classic_batches(df, job_tag) if classic else _connect_batches(df)
+        head = next(batches)
+        first = next(batches, None)
+        yield head
+        if first is not None:
+            yield first
+            yield from batches
+    finally:
+        if job_tag:
+            _call_quietly(spark, "removeTag", job_tag)
+            if classic:
+                _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
+            with _interrupted_lock:
+                _interrupted.pop(job_tag, None)
+        for name in registered:
+            try:
+                spark.catalog.dropTempView(name)
+            except Exception:  # the session may be dead; its views died with it
+                log.debug("dropping temp view %s failed", name, exc_info=True)
+
+
+def _classic_batches(df: DataFrame, job_tag: str | None) -> Iterator[ResultHead | pa.RecordBatch]:
+    """Classic Spark: the result's Arrow batches a group of partitions at a time, in order.
+
+    `toArrow` (`collectAsArrowToPython`) cannot stream: the JVM sends the batches in the order
+    partitions finish and their true order only after the last one, so the Python side must
+    hold all of them to reorder. Instead the result's Arrow batch RDD (`toArrowBatchRdd`,
+    Spark-internal but public in the JVM) is run as `RDD.runJob` runs jobs: one job per group
+    of `defaultParallelism` partitions (all cores busy, as for a collect), whose batches the
+    driver JVM holds and serves in partition order over a socket that Python reads one batch
+    at a time; the next group starts once Python has read this one. So Python holds one
+    batch, the driver JVM one group of partitions (toLocalIterator's one partition at a time
+    would run a scan on one core). The batches come as bare Arrow IPC messages; their schema
+    is the one Spark writes, taken from an empty `collectAsArrowToPython` of the same query,
+    then cast like `toArrow` does. A group is not started once `interrupt_jobs` was called
+    for `job_tag` (a cancel between two groups has no job to cancel). Without that internal API (another Spark version) the
+    result is collected whole, as before, and a warning says so."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+    from pyspark.core.rdd import _load_from_socket
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    spark = df.sparkSession
+    columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    large = str(spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
+    declared = to_arrow_schema(
+        df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
+    )
+    try:
+        # With adaptive execution this runs the query's shuffle stages (spilled by the engine,
+        # not held here); the last stage runs group by group as Python reads.
+        rdd = df._jdf.toArrowBatchRdd()
+        jrdd = rdd.toJavaRDD()
+        partitions = rdd.getNumPartitions()
+        run_job = spark._jvm.org.apache.spark.api.python.PythonRDD.runJob
+    except Py4JJavaError:
+        raise  # the query failed: not a missing API
+    except Py4JError:
+        log.warning("this Spark has no Arrow batch RDD: the query result is collected whole", exc_info=True)
+        table = df.toArrow()
+        yield ResultHead(columns, table.schema)
+        yield from table.to_batches()
+        return
+    with unwrap_spark_exception():
+        sent = df.limit(0)._collect_as_arrow(empty_list_if_zero_records=False, prefers_large_var_types=large)
+    sent_schema = sent[0].schema
+    yield ResultHead(columns, declared)
+    sc = spark.sparkContext
+    group = max(1, int(sc.defaultParallelism))
+    for start in range(0, partitions, group):
+        if job_tag and _was_interrupted(job_tag):
+            raise GaleneError("[CANCELLED]the query was cancelled")
+        with unwrap_spark_exception():
+            sock_info = run_job(sc._jsc.sc(), jrdd, list(range(start, min(partitions, start + group))))
+        with _load_from_socket(sock_info, NoOpSerializer()) as messages:
+            for message in messages:
+                batch = pa.ipc.read_record_batch(pa.py_buffer(message), sent_schema)
+                yield batch.cast(declared) if batch.schema != declared else batch
+
+
+def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
+    """Spark Connect (Sail): the batches as the server sends them (`toLocalIterator`'s reader).
+
+    The columns' types are those of `_collect`, decided from the declared schema and the first
+    batch (the column definitions go out before the first row): a column keeps the type it was
+    sent with when its declaration cannot hold that type's values in general (NULL, or fewer
+    decimal places: the first batch of `1 UNION ALL 2.5` holds only the 1) or cannot hold the
+    first batch's. Every later batch is cast to the same types; one that cannot be is an error
+    of the query."""
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    declared = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    client = df._session.client
+    tables = (
+        t
+        for t in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations)
+        if not isinstance(t, StructType)
+    )
+    first = next(tables, None)
+    schema = declared
+    if first is not None:
+        fields = []
+        for i, field in enumerate(declared):
+            data = first.column(i)
+            try:
+                if _keeps_sent_type(field.type, data.type):
+                    raise pa.ArrowNotImplementedError("a declaration narrower than the values sent")
+                data.cast(field.type)
+                fields.append(field)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                log.debug("column %s: declared %s, sent %s; kept as sent", field.name, field.type, data.type)
+                columns[i] = (field.name, from_arrow_type(data.type).simpleString())
+                fields.append(field.with_type(data.type))
+        schema = pa.schema(fields, metadata=declared.metadata)
+    yield ResultHead(columns, schema)
+    if first is None:
+        return
+    for table in itertools.chain([first], tables):
+        try:
+            cast = table.cast(schema) if table.schema != schema else table
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+            raise GaleneError(f"a result batch does not fit the result's column types {schema.types}: {e}") from e
+        yield from cast.to_batches()
+
+
+def _keeps_sent_type(declared: pa.DataType, sent: pa.DataType) -> bool:
+    """Whether values sent as `sent` may not fit `declared` whatever they are (Sail's UNION
+    declarations, see `_collect`)."""
+    if declared == sent:
+        return False
+    if pa.types.is_null(declared):
+        return not pa.types.is_null(sent)
+    if pa.types.is_decimal(sent) and sent.scale > 0:
+        return pa.types.is_integer(declared) or (pa.types.is_decimal(declared) and declared.scale < sent.scale)
+    return False

@@ -58,7 +58,7 @@ import math
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -118,6 +118,7 @@ import galene
 from galene.common.errors import ER_ACCESS_DENIED, ER_BAD_DB, ER_UNKNOWN_ERROR, GaleneError
 from galene.common.types import ColumnType, TypeError_, parse_type
 from galene.fe.auth import redact_passwords
+from galene.fe.result_stream import ResultStream
 from galene.fe.session_sql import (
     GlobalVariables,
     KillConnection,
@@ -447,7 +448,7 @@ class ResultColumn:
 @dataclass
 class StatementResult:
     columns: list[ResultColumn] | None = None  # None -> OK packet
-    rows: list[tuple] | pa.Table | None = None
+    rows: list[tuple] | pa.Table | ResultStream | None = None  # a stream: a query's rows, read as written
     affected_rows: int = 0
     info: str = ""  # e.g. '{"label":"insert_x", "status":"VISIBLE", "txnId":"12"}' for INSERT
     new_database: str | None = None  # set by USE so the session switches db
@@ -981,6 +982,8 @@ class GaleneConnection(Connection):
         result = await self.session.run(sql)
         self._refresh_status()
         if use_cursor and result.columns is not None:
+            if isinstance(result.rows, ResultStream):  # a cursor outlives the statement: held whole, as before
+                result.rows = await result.rows.read_all()
             self.stream.write_many(self._result_header(result.columns, with_eof=False))
             stmt.cursor = self._binary_row_packets(result)
             await self.stream.write(self.ok_or_eof(flags=ServerStatus.SERVER_STATUS_CURSOR_EXISTS))
@@ -1141,21 +1144,27 @@ class GaleneConnection(Connection):
         if result.columns is None:
             await self.stream.write(self._ok_packet(result.affected_rows, result.info, flags=more))
             return
-        self.stream.write_many(self._result_header(result.columns, with_eof=True))
-        if binary:
-            async for packet in self._binary_row_packets(result):
-                await self.stream.write(packet, drain=False)
-        else:
-            text_columns = [MimicColumn(c.name, MysqlType.VAR_STRING) for c in result.columns]
-            for rows in text_row_batches(result):
-                self.stream.write_text_rows(rows, text_columns)
-                await self.stream.drain()
+        try:
+            self.stream.write_many(self._result_header(result.columns, with_eof=True))
+            if binary:
+                async for packet in self._binary_row_packets(result):
+                    await self.stream.write(packet, drain=False)
+            else:
+                text_columns = [MimicColumn(c.name, MysqlType.VAR_STRING) for c in result.columns]
+                async for rows in _row_batches(result, text_row_batches):
+                    self.stream.write_text_rows(rows, text_columns)
+                    await self.stream.drain()
+        finally:
+            # A streamed result: an error after rows were sent is answered by the command
+            # loop's error packet in place of the EOF; its engine job is cancelled here.
+            if isinstance(result.rows, ResultStream):
+                await result.rows.aclose()
         await self.stream.write(self.ok_or_eof(flags=more), drain=False)
         await self.stream.drain()
 
     async def _binary_row_packets(self, result: StatementResult) -> AsyncIterator[bytes]:
         columns = [_binary_column(c) for c in result.columns or []]
-        for rows in python_row_batches(result):
+        async for rows in _row_batches(result, python_row_batches):
             for row in rows:
                 yield packets.make_binary_resultrow(row, columns)
             await asyncio.sleep(0)
@@ -1429,6 +1438,20 @@ def _materialize_rows(rows: list[tuple] | pa.Table | None) -> Iterator[tuple]:
     if isinstance(rows, pa.Table):
         return (row for batch in python_row_batches(StatementResult(columns=[], rows=rows)) for row in batch)
     return iter(rows)
+
+
+async def _row_batches(
+    result: StatementResult, convert: Callable[[StatementResult], Iterator[list[tuple]]]
+) -> AsyncIterator[list[tuple]]:
+    """`convert`'s row batches of `result`; a streamed result's converted one batch at a time."""
+    rows = result.rows
+    if not isinstance(rows, ResultStream):
+        for batch in convert(result):
+            yield batch
+        return
+    async for batch in rows.batches():
+        for converted in convert(StatementResult(columns=result.columns, rows=pa.Table.from_batches([batch]))):
+            yield converted
 
 
 def python_row_batches(result: StatementResult) -> Iterator[list[tuple]]:

@@ -28,6 +28,7 @@ from galene.fe import auth
 from galene.fe import insert as ins
 from galene.fe.mysql_server import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import Pipelines, view_definition
+from galene.fe.result_stream import ResultStream, pump
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
 from galene.sql import show, source_types
@@ -44,6 +45,15 @@ STR = ColumnType(name="VARCHAR", length=255)
 BIGINT = ColumnType(name="BIGINT")
 
 
+STREAM_READERS = 32  # query results read at once; more wait for a reader
+
+
+def _query_timeout(timeout: int) -> GaleneError:
+    return GaleneError(
+        f"[TIMEOUT]Query timeout: the query ran longer than query_timeout ({timeout} s) and was cancelled"
+    )
+
+
 def _cols(*names: str, types: dict[str, ColumnType] | None = None) -> list[ResultColumn]:
     types = types or {}
     return [ResultColumn(name=n, type=types.get(n, STR)) for n in names]
@@ -57,6 +67,9 @@ class SqlExecutor:
     def __init__(self, fe):
         self.fe = fe
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="galene-query")
+        # A streamed result holds its reader thread until the client has read it all: a pool of
+        # its own, so that slow clients do not stall the statements that use `pool`.
+        self.stream_pool = ThreadPoolExecutor(max_workers=STREAM_READERS, thread_name_prefix="galene-result")
         self.pipelines = Pipelines(self)
 
     # --- the Executor protocol of the MySQL endpoint ---------------------------------
@@ -527,12 +540,13 @@ class SqlExecutor:
         local = infoschema.run_local(s.expr, self.meta_context(ctx)) if _reads_schema(s.expr, ctx) else None
         if local is not None:
             return StatementResult(columns=[ResultColumn(n, t) for n, t in local.columns], rows=local.rows)
-        out = await self._run_query(s.expr, ctx)
-        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in out.columns]
-        return StatementResult(columns=columns, rows=out.table)
+        stream = await self._run_query(s.expr, ctx, stream=True)
+        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in stream.head.columns]
+        return StatementResult(columns=columns, rows=stream)
 
-    async def _run_query(self, expr, ctx, explain: str | None = None):
-        """Run a Doris query on Spark over the table versions visible now; returns QueryOutput."""
+    async def _run_query(self, expr, ctx, explain: str | None = None, stream: bool = False):
+        """Run a Doris query on Spark over the table versions visible now; returns QueryOutput,
+        or with `stream` a started ResultStream (a client's result, read as it is written)."""
         views: dict[str, tuple[Table, int]] = {}
         bound: dict[tuple[str, str], str] = {}
 
@@ -565,6 +579,8 @@ class SqlExecutor:
         timeout = int(ctx.variables.get("query_timeout", 900) or 900)
         tag = f"galene-query-{next(_VIEW_SEQ)}"
         storage_uri = self.fe.cfg.storage_uri
+        if stream:
+            return await self._start_stream(functions, spark_sql, views, tag, timeout)
         job = asyncio.ensure_future(
             self._blocking(functions.run, run_query, self.fe.engine, spark_sql, views, storage_uri, tag)
         )
@@ -574,11 +590,33 @@ class SqlExecutor:
             # The engine keeps running a job nobody waits for: cancel it (query_timeout, KILL).
             await asyncio.to_thread(interrupt_jobs, self.fe.engine, tag)
             if isinstance(e, TimeoutError):
-                raise GaleneError(
-                    f"[TIMEOUT]Query timeout: the query ran longer than query_timeout ({timeout} s) "
-                    "and was cancelled"
-                ) from None
+                raise _query_timeout(timeout) from None
             raise
+
+    async def _start_stream(self, functions, spark_sql: str, views, tag: str, timeout: int) -> ResultStream:
+        """The query's reader on its own thread (`stream_pool`), feeding a ResultStream; returns
+        once the engine has the first batch. `query_timeout` bounds the whole stream."""
+        from galene.engine.query import interrupt_jobs, stream_query
+
+        loop = asyncio.get_running_loop()
+        engine = self.fe.engine
+        result = ResultStream(
+            loop,
+            deadline=loop.time() + timeout,
+            timeout_error=lambda: _query_timeout(timeout),
+            cancel=lambda: interrupt_jobs(engine, tag),
+        )
+        reader = stream_query(engine, spark_sql, views, self.fe.cfg.storage_uri, tag)
+
+        def read() -> None:
+            try:
+                functions.run(pump, result, reader)
+            except BaseException as e:  # noqa: BLE001 - a table function's view failed: the query's error
+                result.finish(e)
+
+        loop.run_in_executor(self.stream_pool, read)
+        await result.start()  # KILL, timeout and errors close the stream (cancelling the job)
+        return result
 
     # --- metadata for tools (rows: galene/sql/information_schema.py) ---------------------
     def meta_context(self, ctx: SessionContext) -> infoschema.MetaContext:

@@ -23,7 +23,7 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
 from galene.common.errors import GaleneError
 from galene.common.types import parse_type
-from galene.engine.query import run_query
+from galene.engine.query import ResultHead, interrupt_jobs, run_query, stream_query
 from galene.engine.scan import spark_schema, table_frame
 from galene.engine.session import SparkEngine
 
@@ -453,6 +453,92 @@ def test_run_query_errors_propagate_and_leave_the_session_usable(engine, storage
     assert run_query(engine, "SELECT k FROM err_v", {"err_v": (t, 2)}, storage).table.to_pylist() == [
         {"k": 1}
     ]
+
+
+def _temp_views(engine) -> set[str]:
+    return {v.name for v in engine.spark().catalog.listTables()}
+
+
+def test_stream_query_yields_the_same_rows_as_run_query_and_drops_its_views(engine, storage):
+    t = make_table(811, "d", "DUP_KEYS", [col("k", "int", key=True), col("s", "varchar(8)")], ["k"])
+    n = 25_000  # several engine batches
+    add_rowset(storage, t, 2, {"k": list(range(n)), "s": [f"s{i}" for i in range(n)]})
+    sql = "SELECT k, s, k * 2 AS k2 FROM st_v ORDER BY k DESC"
+    whole = run_query(engine, sql, {"st_v": (t, 2)}, storage)
+    items = list(stream_query(engine, sql, {"st_v": (t, 2)}, storage, "galene-test-stream"))
+    head, batches = items[0], items[1:]
+    assert isinstance(head, ResultHead) and head.columns == whole.columns
+    assert all(b.schema == head.schema for b in batches)
+    assert pa.Table.from_batches(batches, schema=head.schema).equals(whole.table)
+    assert "st_v" not in _temp_views(engine)
+
+    empty = list(stream_query(engine, "SELECT k, s FROM st_v WHERE k < 0", {"st_v": (t, 2)}, storage))
+    assert len(empty) == 1 and empty[0].columns == [("k", "int"), ("s", "string")]
+
+    # Closed after its head (a client gone): the views are dropped all the same.
+    reader = stream_query(engine, sql, {"st_v": (t, 2)}, storage, "galene-test-stream")
+    assert isinstance(next(reader), ResultHead)
+    reader.close()
+    assert "st_v" not in _temp_views(engine)
+    with pytest.raises(Exception, match="no_such_column"):
+        next(stream_query(engine, "SELECT no_such_column FROM st_v", {"st_v": (t, 2)}, storage))
+    assert "st_v" not in _temp_views(engine)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT NULL AS c UNION ALL SELECT 10 AS c",
+        "SELECT 1 AS c UNION ALL SELECT 2.5 AS c",
+        "SELECT 2.5 AS c UNION ALL SELECT 1 AS c",
+        "SELECT 1.5 AS c UNION ALL SELECT 2.25 AS c",
+    ],
+)
+def test_stream_query_types_a_union_like_run_query(engine, storage, sql):
+    # Sail declares a UNION's types from its first branch and sends others (see _collect).
+    whole = run_query(engine, sql, {}, storage)
+    head, *batches = stream_query(engine, sql, {}, storage)
+    assert head.columns == whole.columns, (head.columns, whole.columns)
+    streamed = pa.Table.from_batches(batches, schema=head.schema)
+    assert sorted(streamed.column(0).to_pylist(), key=repr) == sorted(whole.table.column(0).to_pylist(), key=repr)
+
+
+def test_interrupt_jobs_ends_a_streamed_query(engine, storage):
+    t = make_table(812, "d", "DUP_KEYS", [col("k", "int", key=True)], ["k"])
+    add_rowset(storage, t, 2, {"k": list(range(1000))})
+    views = {"si_v": (t, 2)}
+    # Rows at once from the first branches (more partitions than Spark runs in one group: one
+    # per core), then 10^12 joined rows, none of which qualifies: a join of the last stage
+    # (no shuffle before it), run only as the stream is consumed.
+    quick = " UNION ALL ".join(["SELECT k AS n FROM si_v"] * ((os.cpu_count() or 1) + 1))
+    sql = (
+        f"{quick} UNION ALL SELECT a.k AS n"
+        " FROM si_v a CROSS JOIN si_v b CROSS JOIN si_v c CROSS JOIN si_v d WHERE (a.k * b.k + c.k * d.k) % 7 = 9"
+    )
+    tag = f"galene-test-{uuid.uuid4().hex[:8]}"
+    first_rows, interrupted = threading.Event(), threading.Event()
+    outcome: dict = {}
+
+    def read():
+        try:
+            for item in stream_query(engine, sql, views, storage, tag):
+                if not isinstance(item, ResultHead) and not first_rows.is_set():
+                    first_rows.set()
+                    interrupted.wait(120)  # a client that has stopped reading, then the cancel
+            outcome["end"] = "complete"
+        except Exception as e:  # noqa: BLE001 - the assertion below looks at it
+            outcome["error"] = e
+        first_rows.set()
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    assert first_rows.wait(120)
+    interrupt_jobs(engine, tag)
+    interrupted.set()
+    worker.join(120)
+    assert not worker.is_alive() and "error" in outcome, outcome
+    assert "si_v" not in _temp_views(engine)
+    assert run_query(engine, "SELECT count(*) AS n FROM si_v", views, storage).table.to_pylist() == [{"n": 1000}]
 
 
 def test_external_connect_server_without_file_metadata(engine, storage):
