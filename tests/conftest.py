@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from tests.galene_proc import GaleneProcess
+from tests.galene_proc import GaleneProcess, default_engine
 
 
 def pytest_addoption(parser):
@@ -65,6 +65,22 @@ def galene(tmp_path_factory):
     proc = GaleneProcess(
         tmp_path_factory.mktemp("galene-shared"),
         conf={"gc_grace_seconds": "3600", "disable_auto_compaction": "true"},
+    )
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def galene_on_sail(tmp_path_factory, request):
+    """The shared Galene's settings on Sail, for a module that reruns a Spark module's tests
+    there (it overrides `galene` with this); skipped when the whole run is on Sail already."""
+    if default_engine() == "sail":
+        pytest.skip(f"the whole run is on Sail already: {request.module.__name__} only reruns Spark tests on Sail")
+    proc = GaleneProcess(
+        tmp_path_factory.mktemp("galene-sail"),
+        conf={"gc_grace_seconds": "3600", "disable_auto_compaction": "true"},
+        engine="sail",
     )
     proc.start()
     yield proc

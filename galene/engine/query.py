@@ -20,6 +20,7 @@ Doris fails a query whose backend died under it the same way.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -110,8 +111,27 @@ def run_query(
 
     `job_tag` tags the engine jobs of this query so that another thread can cancel them
     (`interrupt_jobs`) when the query times out or is killed."""
+    with _bound_views(engine, views, storage_uri, job_tag) as spark:
+        columns, result = _collect(spark.sql(spark_sql))
+        return QueryOutput(columns=columns, table=result)
+
+
+@contextlib.contextmanager
+def _bound_views(
+    engine: SparkEngine, views: dict[str, tuple[Table, int]], storage_uri: str, job_tag: str | None
+) -> Iterator:
+    """The engine's session for one query: each view name bound to its table snapshot and the
+    job tag set, both undone at the end; a failure of an engine that died meanwhile is
+    reported as that."""
+    spark = engine.spark()
+    registered: list[str] = []
+    if job_tag:
+        _call_quietly(spark, "addTag", job_tag)
     try:
-        return _run_once(engine, spark_sql, views, storage_uri, job_tag)
+        for name, (table, version) in views.items():
+            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
+            registered.append(name)
+        yield spark
     except Exception as e:
         if engine.is_alive():
             raise
@@ -121,26 +141,6 @@ def run_query(
             f"[CANCELLED]query engine ({engine.name}) died during the query ({reason}); "
             "a new one starts with the next query"
         ) from e
-
-
-def _run_once(
-    engine: SparkEngine,
-    spark_sql: str,
-    views: dict[str, tuple[Table, int]],
-    storage_uri: str,
-    job_tag: str | None = None,
-) -> QueryOutput:
-    spark = engine.spark()
-    registered: list[str] = []
-    if job_tag:
-        _call_quietly(spark, "addTag", job_tag)
-    try:
-        for name, (table, version) in views.items():
-            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
-            registered.append(name)
-        df = spark.sql(spark_sql)
-        columns, result = _collect(df)
-        return QueryOutput(columns=columns, table=result)
     finally:
         if job_tag:
             _call_quietly(spark, "removeTag", job_tag)
@@ -248,60 +248,27 @@ def stream_query(
     views are that thread's, and are removed when the generator ends, fails or is closed.
     The head comes only once the first batch (or the end) is in hand, so an error of the
     engine before the first row fails the first `next()`, before any column is announced."""
-    try:
-        yield from _stream_once(engine, spark_sql, views, storage_uri, job_tag)
-    except Exception as e:
-        if engine.is_alive():
-            raise
-        reason = engine.death_reason()
-        log.warning("%s died during a query (%s); the next query starts a new one", engine.name, reason)
-        raise GaleneError(
-            f"[CANCELLED]query engine ({engine.name}) died during the query ({reason}); "
-            "a new one starts with the next query"
-        ) from e
-
-
-def _stream_once(
-    engine: SparkEngine,
-    spark_sql: str,
-    views: dict[str, tuple[Table, int]],
-    storage_uri: str,
-    job_tag: str | None,
-) -> Iterator[ResultHead | pa.RecordBatch]:
-    spark = engine.spark()
-    registered: list[str] = []
-    classic = False
-    if job_tag:
-        _call_quietly(spark, "addTag", job_tag)
-    try:
-        for name, (table, version) in views.items():
-            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
-            registered.append(name)
+    with _bound_views(engine, views, storage_uri, job_tag) as spark:
         df = spark.sql(spark_sql)
         classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
         if classic and job_tag:
             # The partition jobs below run outside a SQL execution, where the session's tags
             # are not applied: the context's tag (a thread property) marks them instead.
             _call_quietly(spark.sparkContext, "addJobTag", job_tag)
-        batches = _classic_batches(df, job_tag) if classic else _connect_batches(df)
-        head = next(batches)
-        first = next(batches, None)
-        yield head
-        if first is not None:
-            yield first
-            yield from batches
-    finally:
-        if job_tag:
-            _call_quietly(spark, "removeTag", job_tag)
-            if classic:
-                _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
-            with _interrupted_lock:
-                _interrupted.pop(job_tag, None)
-        for name in registered:
-            try:
-                spark.catalog.dropTempView(name)
-            except Exception:  # the session may be dead; its views died with it
-                log.debug("dropping temp view %s failed", name, exc_info=True)
+        try:
+            batches = _classic_batches(df, job_tag) if classic else _connect_batches(df)
+            head = next(batches)
+            first = next(batches, None)
+            yield head
+            if first is not None:
+                yield first
+                yield from batches
+        finally:
+            if job_tag:
+                if classic:
+                    _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
+                with _interrupted_lock:
+                    _interrupted.pop(job_tag, None)
 
 
 def _classic_batches(df: DataFrame, job_tag: str | None) -> Iterator[ResultHead | pa.RecordBatch]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.galene_proc import GaleneProcess, default_engine
 from tests.integration.test_pipelines import (  # noqa: F401 - collected here again, on Sail
     src,
     test_a_failing_job_leaves_nothing_visible_and_no_files,
@@ -29,14 +28,5 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def galene(tmp_path_factory):
-    if default_engine() == "sail":
-        pytest.skip("the whole run is on Sail already (test_pipelines.py covers it)")
-    proc = GaleneProcess(
-        tmp_path_factory.mktemp("galene-sail"),
-        conf={"gc_grace_seconds": "3600", "disable_auto_compaction": "true"},
-        engine="sail",
-    )
-    proc.start()
-    yield proc
-    proc.stop()
+def galene(galene_on_sail):
+    return galene_on_sail
