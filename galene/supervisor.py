@@ -161,7 +161,9 @@ class Supervisor:
         )  # fmt: skip
         self.stopping = False
         self.announced = False
-        self._be_up_reported = True  # nothing to report until the BE has died once
+        # The FE is told when the BE answers its health check: at the first start too, so the
+        # FE heartbeats it at once instead of at its next probe.
+        self._be_up_reported = False
 
     # --- signals --------------------------------------------------------------------
     def _on_signal(self, signum, frame) -> None:
@@ -258,7 +260,8 @@ class Supervisor:
             self._be_up_reported = self.tell_fe("started")
         if not self.announced:
             health = self.fe_health()
-            if health and health.get("query_engine_ready") and health.get("online_backend_num", 0) >= 1:
+            # Ready means a load would succeed: the BE passed its first write canary.
+            if health and health.get("query_engine_ready") and health.get("load_ready"):
                 self.announced = True
                 self._banner(health)
 
@@ -268,11 +271,12 @@ class Supervisor:
             if health.get("query_engine_error") is None
             else (f"NOT available ({health['query_engine_error']})")
         )
+        engine_name = {"sail": "Sail"}.get(self.cfg.engine.strip().lower(), "Spark")
         host, cfg = self.host, self.cfg
         print(
             f"""
 Galene is running (standalone: FE pid {self.fe.proc.pid if self.fe.proc else "-"}, \
-BE pid {self.be.proc.pid if self.be.proc else "-"}, Spark {engine}).
+BE pid {self.be.proc.pid if self.be.proc else "-"}, {engine_name} {engine}).
   data dir : {os.path.abspath(cfg.data_dir)}
   SQL      : mariadb -h{host} -P{cfg.query_port} -uroot          (or: mysql -h{host} -P{cfg.query_port} -uroot)
   load     : curl --location-trusted -u root: -H "label:l1" -H "column_separator:," \\

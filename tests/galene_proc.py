@@ -145,8 +145,10 @@ class GaleneProcess:
                 else:
                     r = httpx.get(f"http://{self.host}:{self.http_port}/api/health", timeout=2)
                     data = r.json()["data"]
+                    # `galene start` is ready once a load would succeed (its banner waits for
+                    # the same): the BE passed its first write canary.
                     want_be = self.role == "start"
-                    if data["query_engine_ready"] and (not want_be or data["online_backend_num"] >= 1):
+                    if data["query_engine_ready"] and (not want_be or data["load_ready"]):
                         return
                     last = data
             except (httpx.HTTPError, ValueError, KeyError) as e:

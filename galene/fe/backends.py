@@ -9,6 +9,17 @@ per table (group-commit affinity, `fe/load_routing.py`) and, while it is decommi
 drain: a decommissioned BE is dropped by itself once it holds no group and no WAL file.
 Whether a BE can *write* is the canary's (`fe/canary.py`): loads go only to BEs that are
 alive, writable, not decommissioned and not `disable_load`.
+
+Joining: a BE the FE has not heard from yet (it was just added, or this FE just started, as
+under `galene start`, whose FE and BE start side by side) is heartbeated every
+`JOIN_PROBE_S` instead of every interval, and so is a BE that is down, so one that comes up
+is alive within that; the first good heartbeat has the canary probe it at once. A load that
+finds no BE to take it while one is still joining (no answer yet, registered less than
+`JOIN_WAIT_S` ago) waits for it instead of failing: `galene start` answers SQL as soon as its
+FE is up, and a load sent then must not fail because the BE came up a moment later. The node
+is ready for loads (`load_ready`: /api/health, the banner) once a BE that may take a load has
+passed a canary since it joined; never probed is not a reason to route around it (Doris
+routes to an alive BE), only a failed canary is.
 """
 
 from __future__ import annotations
@@ -26,6 +37,9 @@ from galene.fe.wal_replicas import wal_lease_s
 from galene.net.failure import FailureDetector
 
 log = logging.getLogger(__name__)
+
+JOIN_PROBE_S = 0.5  # heartbeat cadence of a BE that is not alive (joining, restarting, down)
+JOIN_WAIT_S = 30.0  # how long a load may wait for a BE that has not answered yet
 
 
 @dataclass
@@ -58,6 +72,11 @@ class BackendRuntime:
     canary_peers: dict = field(default_factory=dict)
     failing_since: float = 0.0  # time.time() of the first failed heartbeat in a row
     txns_aborted: bool = False  # its PREPARE txns were aborted in this run of failures
+    # When this FE first knew of it (its start, or ADD BACKEND): the joining grace counts from it.
+    registered_at: float = field(default_factory=time.monotonic)
+    next_heartbeat: float = 0.0  # time.monotonic() its next heartbeat is due
+    # Its latest canary since it last became alive (or restarted) succeeded: `load_ready`.
+    canary_ok: bool = False
 
 
 class BackendMonitor:
@@ -69,6 +88,7 @@ class BackendMonitor:
         self._rr = itertools.count()
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
+        self._joined = asyncio.Event()
         self.affinity = GroupCommitAffinity()
         # The latest write lease (FE wall clock) each BE may hold (fe/wal_replicas.py); kept
         # after a BE is dropped, which may still be running.
@@ -130,6 +150,7 @@ class BackendMonitor:
                 skip_group_commit=True,
             )
         self.detector.record_success(peer)
+        joined = not rt.alive or bool(started and abs(started - rt.last_start_time) > 0.001)
         rt.alive = True
         rt.heartbeat_failures = 0
         rt.txns_aborted = False
@@ -145,6 +166,12 @@ class BackendMonitor:
         rt.health = body.get("health") if isinstance(body.get("health"), dict) else {}
         self._note_table_bytes(body.get("table_bytes"))
         rt.drain = body.get("drain") if isinstance(body.get("drain"), dict) else None
+        if joined:
+            # A BE that came up (first answer, back from down, or restarted): its write path is
+            # unproven in this process until a canary passes, which runs now.
+            rt.canary_ok = False
+            self.fe.canary.probe_now(be.id)
+            self._note_joined()
         if be.decommissioned and rt.drain and rt.drain.get("drained"):
             await self._finish_decommission(be)
 
@@ -196,25 +223,86 @@ class BackendMonitor:
                 elif event == "started":
                     self.poke()
 
-    async def heartbeat_all(self) -> None:
-        backends = list(self.fe.state.backends.values())
+    async def heartbeat_all(self, due_only: bool = False) -> None:
+        """Heartbeat every BE (or only those due): an alive one every interval, one that is not
+        alive every JOIN_PROBE_S (at most the interval)."""
+        now = time.monotonic()
+        backends = [
+            be
+            for be in list(self.fe.state.backends.values())
+            if not due_only or self.status(be.id).next_heartbeat <= now
+        ]
+        for be in backends:
+            rt = self.status(be.id)
+            rt.next_heartbeat = now + self.interval_s  # replaced below once the answer is known
         if backends:
             await asyncio.gather(*(self.heartbeat_once(be) for be in backends))
+        for be in backends:
+            rt = self.status(be.id)
+            if not rt.alive:
+                rt.next_heartbeat = now + min(self.interval_s, JOIN_PROBE_S)
+
+    def _next_due_in(self) -> float:
+        due = [self.status(be.id).next_heartbeat for be in list(self.fe.state.backends.values())]
+        return max(0.0, min([time.monotonic() + self.interval_s, *due]) - time.monotonic())
 
     def poke(self) -> None:
         self._wake.set()
 
     async def run(self) -> None:
+        poked = True  # the first round: every BE
         while True:
             try:
-                await self.heartbeat_all()
+                await self.heartbeat_all(due_only=not poked)
             except Exception:  # keep the loop alive whatever one round did
                 log.exception("heartbeat round failed")
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.interval_s)
+                await asyncio.wait_for(self._wake.wait(), timeout=self._next_due_in())
+                poked = True
+            except TimeoutError:
+                poked = False
+
+    # --- joining BEs and readiness --------------------------------------------------
+    def _note_joined(self) -> None:
+        """Wake the loads waiting for a joining BE (wait_for_joining)."""
+        self._joined.set()
+        self._joined = asyncio.Event()
+
+    def joining(self) -> list[Backend]:
+        """BEs that may take loads once they answer, have never answered this FE, and were
+        registered less than JOIN_WAIT_S ago."""
+        now = time.monotonic()
+        out = []
+        for be in list(self.fe.state.backends.values()):
+            rt = self.status(be.id)
+            if be.decommissioned or be.disable_load or rt.last_heartbeat:
+                continue
+            if now - rt.registered_at < JOIN_WAIT_S:
+                out.append(be)
+        return out
+
+    async def wait_for_joining(self) -> None:
+        """Before a load fails for want of a BE: while none may take it and one is joining, wait
+        for that one's first answer (at most until its JOIN_WAIT_S is up)."""
+        while not self.load_available():
+            joining = self.joining()
+            if not joining:
+                return
+            until = max(self.status(be.id).registered_at for be in joining) + JOIN_WAIT_S
+            wait_s = max(0.01, min(1.0, until - time.monotonic()))  # re-checked every second at least
+            try:  # (a BE dropped or disabled meanwhile)
+                await asyncio.wait_for(self._joined.wait(), timeout=wait_s)
             except TimeoutError:
                 pass
+
+    def load_ready(self) -> bool:
+        """A load sent now would succeed: a BE may take it and its write path has passed a canary
+        since it joined (with the canary off: since it answered a heartbeat)."""
+        avail = self.load_available()
+        if not self.fe.canary.enabled:
+            return bool(avail)
+        return any(rt.canary_ok for _, rt in avail)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run(), name="fe-heartbeat")

@@ -13,7 +13,10 @@ canary succeeds again.
 Timing: a canary starts every interval; after a failure the next one starts at once, and
 while a BE is not writable every second (so it heals within about a second of its fault
 ending). A write path that breaks is therefore seen at the latest 2 × interval + timeout
-later. The canary's transactions are of a CANARY kind (`CanaryTxns`): begun and committed
+later. A BE that comes up (first heartbeat answer, back from down, restarted) is probed at
+once (`probe_now`, from the heartbeat): the node is ready for loads (`BackendMonitor.load_ready`:
+the banner, /api/health) once a BE passed a canary since it came up. A BE never probed yet
+stays writable: only a failed canary takes it out of routing. The canary's transactions are of a CANARY kind (`CanaryTxns`): begun and committed
 through the FE's internal API like any load's, under the catalog lock, but never journaled
 and never visible; the BE deletes the canary's files after its answer.
 """
@@ -77,6 +80,7 @@ class CanaryMonitor:
         self.failure_times = max(1, int(failure_times))
         self.txns = CanaryTxns(getattr(fe.catalog, "lock", None) if getattr(fe, "catalog", None) else None)
         self._loops: dict[int, asyncio.Task] = {}
+        self._wake: dict[int, asyncio.Event] = {}  # probe_now: run a BE's next canary at once
         self._task: asyncio.Task | None = None
 
     @property
@@ -98,21 +102,40 @@ class CanaryMonitor:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
 
+    def probe_now(self, be_id: int) -> None:
+        """Run `be_id`'s canary now (it just came up), starting its loop if there is none yet."""
+        if not self.enabled or self._task is None:
+            return
+        self._ensure_loop(be_id)
+        self._wake.setdefault(be_id, asyncio.Event()).set()
+
+    def _ensure_loop(self, be_id: int) -> None:
+        if be_id not in self._loops:
+            self._loops[be_id] = asyncio.create_task(self._be_loop(be_id), name=f"fe-canary-{be_id}")
+
+    async def _sleep(self, be_id: int, until: float) -> None:
+        """Sleep until `until` (monotonic) or until probe_now(be_id)."""
+        wake = self._wake.setdefault(be_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout=max(0.0, until - time.monotonic()))
+        wake.clear()
+
     async def _reconcile(self) -> None:
         """One canary loop per backend: started when it appears, cancelled when it is dropped."""
         while True:
             ids = set(self.fe.state.backends)
             for be_id in ids - set(self._loops):
-                self._loops[be_id] = asyncio.create_task(self._be_loop(be_id), name=f"fe-canary-{be_id}")
+                self._ensure_loop(be_id)
             for be_id in set(self._loops) - ids:
                 self._loops.pop(be_id).cancel()
+                self._wake.pop(be_id, None)
             await asyncio.sleep(0.5)
 
     async def _be_loop(self, be_id: int) -> None:
         monitor = self.fe.backends
         next_start = time.monotonic()
         while True:
-            await asyncio.sleep(max(0.0, next_start - time.monotonic()))
+            await self._sleep(be_id, next_start)
             be = self.fe.state.backends.get(be_id)
             if be is None:
                 return
@@ -207,6 +230,7 @@ class CanaryMonitor:
             # loading locally, but a BE whose own network is broken should take no loads).
             first = next(iter(bad_peers.items()))
             error = f"forward_hop: {first[0]}: {first[1]}"
+        rt.canary_ok = not error
         if error:
             rt.canary_failures += 1
             rt.canary_error = error

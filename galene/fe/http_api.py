@@ -213,6 +213,8 @@ class FeHttpApi:
             return self._fail_json(e.message)
         if not self._may_load(self.identify(*pair, request.remote), db, table):
             return self._forbidden(auth.LOAD)
+        # A BE still joining (the node just started) is waited for, not a reason to fail.
+        await self.fe.backends.wait_for_joining()
         try:  # the BE and its endpoint: redirect-policy, group-commit owner, forwarding
             location = redirect_location(
                 self.fe,
@@ -308,6 +310,9 @@ class FeHttpApi:
                 "data": {
                     "total_backend_num": len(st.backends),
                     "online_backend_num": len(self.fe.backends.load_available()),
+                    # Galene's: a load sent now would succeed (a BE passed its write canary);
+                    # `galene start`'s banner and the test harness wait for it.
+                    "load_ready": self.fe.backends.load_ready(),
                     "query_engine_ready": self.fe.engine_ready.is_set(),
                     "query_engine_error": (
                         None if self.fe.engine_error is None else str(self.fe.engine_error)[:500]

@@ -235,7 +235,9 @@ def load_headers(load: InsertLoad, token: str) -> dict[str, str]:
 
 async def send_load(fe, load: InsertLoad, body: bytes) -> dict:
     """Send one INSERT's body to a load-available BE (alive, writable, loads enabled; a group
-    commit INSERT to its table's owner BE); returns the BE's stream-load reply."""
+    commit INSERT to its table's owner BE; a BE still joining is waited for); returns the BE's
+    stream-load reply."""
+    await fe.backends.wait_for_joining()
     choice = None
     if load.group_commit != "off_mode":
         try:
