@@ -232,15 +232,12 @@ class BackendMonitor:
             for be in list(self.fe.state.backends.values())
             if not due_only or self.status(be.id).next_heartbeat <= now
         ]
-        for be in backends:
-            rt = self.status(be.id)
-            rt.next_heartbeat = now + self.interval_s  # replaced below once the answer is known
         if backends:
             await asyncio.gather(*(self.heartbeat_once(be) for be in backends))
+        done = time.monotonic()  # as before: the next one an interval after this round ended
         for be in backends:
             rt = self.status(be.id)
-            if not rt.alive:
-                rt.next_heartbeat = now + min(self.interval_s, JOIN_PROBE_S)
+            rt.next_heartbeat = done + (self.interval_s if rt.alive else min(self.interval_s, JOIN_PROBE_S))
 
     def _next_due_in(self) -> float:
         due = [self.status(be.id).next_heartbeat for be in list(self.fe.state.backends.values())]
