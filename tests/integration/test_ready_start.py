@@ -23,6 +23,8 @@ then killed: nothing waits for the engine; the last one reads its rows back thro
 from __future__ import annotations
 
 import io
+import os
+import signal
 import time
 import uuid
 
@@ -190,5 +192,53 @@ def test_parquet_stream_load_right_after_start_on_sail(tmp_path):
             cur.execute("SELECT k, v FROM t ORDER BY k")
             assert cur.fetchall() == ((1, "x"), (2, "y"), (3, "z"))
         conn.close()
+    finally:
+        g.stop()
+
+
+def test_a_restarted_be_is_probed_at_once(tmp_path):
+    """With a canary interval of an hour, only "probed when it comes up" can run a second canary:
+    the BE killed under `galene start` and restarted by the supervisor gets one (LastCanaryTime
+    moves on), and the node is load-ready again."""
+    g = GaleneProcess(
+        tmp_path / "restart", engine="sail",
+        conf={"initial_root_password": PASSWORD, "be_canary_interval_second": "3600"},
+    ).start()  # fmt: skip
+    try:
+
+        def backend() -> dict:
+            with _connect(g) as conn, conn.cursor(pymysql.cursors.DictCursor) as cur:
+                cur.execute("SHOW BACKENDS")
+                (row,) = cur.fetchall()
+                return row
+
+        def be_pid_or_none() -> int | None:
+            try:
+                return g.role_pid("be")
+            except LookupError:
+                return None
+
+        def wait_for(pred, what: str) -> dict:
+            deadline = time.monotonic() + 120
+            while not pred(row := backend()):
+                assert time.monotonic() < deadline, (what, row, g.log_tail())
+                time.sleep(0.2)
+            return row
+
+        first = wait_for(lambda r: r["LastCanaryTime"] != "N/A", "a first canary")["LastCanaryTime"]
+        time.sleep(1.1)  # LastCanaryTime has a resolution of a second
+        be_pid = g.role_pid("be")
+        os.kill(be_pid, signal.SIGKILL)
+        wait_for(
+            lambda r: (
+                r["Alive"] == "true"
+                and r["Writable"] == "true"
+                and r["LastCanaryTime"] != first
+                and r["CanaryError"] == ""
+                and be_pid_or_none() not in (None, be_pid)
+            ),
+            "a canary of the restarted BE",
+        )
+        g.wait_ready(60)
     finally:
         g.stop()
