@@ -11,8 +11,10 @@ groups through the FE), then the FE.
 What the FE learns: the standalone FE adds the BE (`standalone_backend`) to an empty cluster at
 start. When the BE dies the supervisor tells the FE at once (`/api/_internal/backend_event`,
 authenticated by the cluster token from the FE's VERSION file), so SHOW BACKENDS says
-`Alive=false` with the reason instead of waiting for missed heartbeats; when the restarted BE
-answers its health check the supervisor tells the FE again, which heartbeats it right away.
+`Alive=false` with the reason instead of waiting for missed heartbeats; when the BE (the first
+one, or a restarted one) answers its health check the supervisor tells the FE, which heartbeats
+it right away. The banner appears once the query engine is ready and a load would succeed
+(`load_ready` in the FE's /api/health: the BE passed its first write canary).
 The restarted BE replays its group-commit WAL as any restarted BE does.
 
 Children run in their own process groups (a terminal's Ctrl-C reaches only the supervisor,

@@ -14,11 +14,13 @@ Timing: a canary starts every interval; after a failure the next one starts at o
 while a BE is not writable every second (so it heals within about a second of its fault
 ending). A write path that breaks is therefore seen at the latest 2 × interval + timeout
 later. A BE that comes up (first heartbeat answer, back from down, restarted) is probed at
-once (`probe_now`, from the heartbeat): the node is ready for loads (`BackendMonitor.load_ready`:
-the banner, /api/health) once a BE passed a canary since it came up. A BE never probed yet
-stays writable: only a failed canary takes it out of routing. The canary's transactions are of a CANARY kind (`CanaryTxns`): begun and committed
-through the FE's internal API like any load's, under the catalog lock, but never journaled
-and never visible; the BE deletes the canary's files after its answer.
+once (`probe_now`, from the heartbeat): the node is ready for loads
+(`BackendMonitor.load_ready`: the banner, /api/health) once a BE passed a canary since it came
+up. A BE never probed yet stays writable: only a failed canary takes it out of routing.
+
+The canary's transactions are of a CANARY kind (`CanaryTxns`): begun and committed through
+the FE's internal API like any load's, under the catalog lock, but never journaled and never
+visible; the BE deletes the canary's files after its answer.
 """
 
 from __future__ import annotations
