@@ -153,9 +153,9 @@ def _retry_session(engine: SparkEngine, e: BaseException, job_tag: str | None) -
         return None
     if session is not None:
         log.warning(
-            "query failed on %s with a memory or broadcast failure (%s); retrying it once without broadcast joins",
+            "query failed on %s with a memory or broadcast failure; retrying it once without broadcast joins: %s",
             engine.name,
-            failures.short_message(e),
+            failures.full_text(e),
         )
     return session
 

@@ -170,8 +170,8 @@ class SparkEngine:
 
     def spark_without_broadcast(self) -> SparkSession | None:
         """A session of the same engine that plans no broadcast join by size: a query whose
-        broadcast failed runs again there (engine/query.py). None on Sail, which plans its joins
-        itself and reads no Spark join setting.
+        broadcast failed runs again there (engine/query.py). None on Sail, which reads no Spark
+        join setting (DataFusion chooses its joins; its memory pool is unbounded by default).
 
         Its own SQL settings and temporary views, so running a query there changes nothing for
         the queries on `spark()` (a session setting is every concurrent query's): a classic
