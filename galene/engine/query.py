@@ -16,6 +16,14 @@ If the engine dies during a query (the Spark JVM, the Sail server), the query fa
 error naming the engine and how it ended, and the next query runs on a new engine. It is not
 re-run on its own: a query that killed the engine (memory) would kill the next one too, and
 Doris fails a query whose backend died under it the same way.
+
+A query that fails with a memory or broadcast failure on a live engine (Spark planned a broadcast
+join from a size estimate its rows far exceed: `engine/failures.py`) runs once more, on the
+engine's session without broadcast joins (`SparkEngine.spark_without_broadcast`; not on Sail,
+which has none), unless it was cancelled. A streamed result is retried only before its first
+row went out: the head comes with the first batch, so that is before the first `next()` returns.
+Whatever still fails reaches the caller as a GaleneError of one short line; the engine's whole
+text (plan, Java stack) goes to the log.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from galene.catalog.model import Table
 from galene.common.errors import GaleneError
+from galene.engine import failures
 from galene.engine.scan import table_frame, visible_rowsets
 from galene.engine.session import SparkEngine
 
@@ -111,30 +121,91 @@ def run_query(
 
     `job_tag` tags the engine jobs of this query so that another thread can cancel them
     (`interrupt_jobs`) when the query times out or is killed."""
-    with _bound_views(engine, views, storage_uri, job_tag) as spark:
-        columns, result = _collect(spark.sql(spark_sql))
-        return QueryOutput(columns=columns, table=result)
+
+    def attempt(session: SparkSession | None) -> QueryOutput:
+        with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
+            columns, result = _collect(spark.sql(spark_sql))
+            return QueryOutput(columns=columns, table=result)
+
+    try:
+        return attempt(None)
+    except Exception as e:  # noqa: BLE001 - every failure becomes the client's Doris error
+        retry = _retry_session(engine, e, job_tag)
+        if retry is None:
+            _raise_failure(engine, e)
+    try:
+        return attempt(retry)
+    except Exception as e:  # noqa: BLE001 - raised as a Doris error
+        _raise_failure(engine, e, retried=True)
+
+
+def _retry_session(engine: SparkEngine, e: BaseException, job_tag: str | None) -> SparkSession | None:
+    """The session to run a failed query on once more (broadcast joins off), or None: not a
+    memory or broadcast failure, the query was cancelled, the engine died or has no such session."""
+    if not failures.may_pass_without_broadcast(e) or (job_tag and _was_interrupted(job_tag)):
+        return None
+    try:
+        if not engine.is_alive():
+            return None
+        session = engine.spark_without_broadcast()
+    except Exception:  # no retry; the first failure is the answer
+        log.warning("no session without broadcast joins for a retry", exc_info=True)
+        return None
+    if session is not None:
+        log.warning(
+            "query failed on %s with a memory or broadcast failure; retrying it once without broadcast joins: %s",
+            engine.name,
+            failures.full_text(e),
+        )
+    return session
+
+
+def _raise_failure(engine: SparkEngine, e: BaseException, retried: bool = False) -> NoReturn:
+    """Raise the Doris error for a query's failure `e` (`e` itself when it is one), after
+    logging the engine's whole text."""
+    if isinstance(e, GaleneError):
+        raise e
+    from pyspark.errors import AnalysisException
+
+    # A statement the engine refuses (unknown column, types) is the user's; others are the engine's.
+    level = logging.INFO if isinstance(e, AnalysisException) else logging.WARNING
+    log.log(
+        level, "query failed on %s%s: %s", engine.name, " (retried)" if retried else "", failures.full_text(e)
+    )
+    memory = None if engine.is_connect else engine.conf.get("spark.driver.memory")
+    raise failures.query_failure(e, engine.name, retried=retried, driver_memory=memory) from e
 
 
 @contextlib.contextmanager
 def _bound_views(
-    engine: SparkEngine, views: dict[str, tuple[Table, int]], storage_uri: str, job_tag: str | None
+    engine: SparkEngine,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None,
+    session: SparkSession | None = None,
 ) -> Iterator:
-    """The engine's session for one query: each view name bound to its table snapshot and the
-    job tag set, both undone at the end; a failure of an engine that died meanwhile is
-    reported as that."""
-    spark = engine.spark()
+    """The engine's session (or `session`, one of the engine's others) for one query: each view
+    name bound to its table snapshot and the job tag set, both undone at the end; a failure of an
+    engine that died meanwhile is reported as that. Frames of another session are built for the
+    query (the cache holds the main session's)."""
+    spark = session if session is not None else engine.spark()
     registered: list[str] = []
+    dead = False
     if job_tag:
         _call_quietly(spark, "addTag", job_tag)
     try:
         for name, (table, version) in views.items():
-            _frame_cache.get_or_build(engine, table, version, storage_uri).createOrReplaceTempView(name)
+            if session is None:
+                frame = _frame_cache.get_or_build(engine, table, version, storage_uri)
+            else:
+                frame = table_frame(session, table, storage_uri, version, file_names=engine.file_names)
+            frame.createOrReplaceTempView(name)
             registered.append(name)
         yield spark
     except Exception as e:
         if engine.is_alive():
             raise
+        dead = True
         reason = engine.death_reason()
         log.warning("%s died during a query (%s); the next query starts a new one", engine.name, reason)
         raise GaleneError(
@@ -142,7 +213,11 @@ def _bound_views(
             "a new one starts with the next query"
         ) from e
     finally:
-        if job_tag:
+        # A dead engine's tags and views died with it. (Calling it anyway made py4j retry on
+        # closed sockets, logging each retry with the growing chain of the ones before.)
+        if dead:
+            registered.clear()
+        elif job_tag:
             _call_quietly(spark, "removeTag", job_tag)
         for name in registered:
             try:
@@ -209,7 +284,8 @@ def interrupt_jobs(engine: SparkEngine, job_tag: str) -> None:
             _interrupted.popitem(last=False)
     if engine.is_alive():
         spark = engine.spark()
-        _call_quietly(spark, "interruptTag", job_tag)
+        for session in engine.sessions():  # a retried query runs on another session
+            _call_quietly(session, "interruptTag", job_tag)
         if getattr(spark, "_jsparkSession", None) is not None:  # classic: a streamed result's jobs
             _call_quietly(spark.sparkContext, "cancelJobsWithTag", job_tag)
 
@@ -247,8 +323,41 @@ def stream_query(
     A generator to be driven to its end or closed in one thread: the job tag and the temp
     views are that thread's, and are removed when the generator ends, fails or is closed.
     The head comes only once the first batch (or the end) is in hand, so an error of the
-    engine before the first row fails the first `next()`, before any column is announced."""
-    with _bound_views(engine, views, storage_uri, job_tag) as spark:
+    engine before the first row fails the first `next()`, before any column is announced:
+    that is when a memory or broadcast failure is retried (see the module docstring)."""
+    retried = False
+    attempt = _stream_attempt(engine, spark_sql, views, storage_uri, job_tag, None)
+    try:
+        head = next(attempt)
+    except Exception as e:  # noqa: BLE001 - every failure becomes the client's Doris error
+        retry = _retry_session(engine, e, job_tag)
+        if retry is None:
+            _raise_failure(engine, e)
+        retried = True
+        attempt = _stream_attempt(engine, spark_sql, views, storage_uri, job_tag, retry)
+        try:
+            head = next(attempt)
+        except Exception as e2:  # noqa: BLE001 - raised as a Doris error
+            _raise_failure(engine, e2, retried=True)
+    try:
+        yield head
+        yield from attempt
+    except Exception as e:  # noqa: BLE001 - after rows went out: no retry
+        _raise_failure(engine, e, retried)
+    finally:
+        attempt.close()
+
+
+def _stream_attempt(
+    engine: SparkEngine,
+    spark_sql: str,
+    views: dict[str, tuple[Table, int]],
+    storage_uri: str,
+    job_tag: str | None,
+    session: SparkSession | None,
+) -> Iterator[ResultHead | pa.RecordBatch]:
+    """One run of `stream_query` on the engine's session, or on `session`."""
+    with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
         df = spark.sql(spark_sql)
         classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
         if classic and job_tag:
@@ -265,7 +374,7 @@ def stream_query(
                 yield from batches
         finally:
             if job_tag:
-                if classic:
+                if classic and engine.is_alive():  # a dead JVM's thread properties died with it
                     _call_quietly(spark.sparkContext, "removeJobTag", job_tag)
                 with _interrupted_lock:
                     _interrupted.pop(job_tag, None)
@@ -374,7 +483,9 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
         try:
             cast = table.cast(schema) if table.schema != schema else table
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
-            raise GaleneError(f"a result batch does not fit the result's column types {schema.types}: {e}") from e
+            raise GaleneError(
+                f"a result batch does not fit the result's column types {schema.types}: {e}"
+            ) from e
         yield from cast.to_batches()
 
 
@@ -386,5 +497,7 @@ def _keeps_sent_type(declared: pa.DataType, sent: pa.DataType) -> bool:
     if pa.types.is_null(declared):
         return not pa.types.is_null(sent)
     if pa.types.is_decimal(sent) and sent.scale > 0:
-        return pa.types.is_integer(declared) or (pa.types.is_decimal(declared) and declared.scale < sent.scale)
+        return pa.types.is_integer(declared) or (
+            pa.types.is_decimal(declared) and declared.scale < sent.scale
+        )
     return False

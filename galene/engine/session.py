@@ -56,6 +56,19 @@ DEFAULT_CONF: dict[str, str] = {
 # static/driver settings, so only runtime SQL settings are sent to a Connect server.
 _CONNECT_CONF_PREFIX = "spark.sql."
 
+# A session whose planner never picks a broadcast join by size (Spark's two thresholds; the
+# adaptive one defaults to the other, and is set in case a deployment set it apart).
+NO_BROADCAST_CONF: dict[str, str] = {
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
+}
+# A JVM the FE launches broadcasts tables estimated at most max heap / this (or Spark's 10 MB if
+# smaller). A broadcast is built on the driver from an estimate that undercounts compressible
+# data several times over, once for its hash table and once serialized, for every query that
+# runs at once: 1/64 of a 512 MB heap is 7 MB, of a 2 GB heap 32 MB (so Spark's 10 MB).
+BROADCAST_HEAP_FRACTION = 64
+SPARK_EXIT_OOM = 52  # SparkExitCode.OOM: an executor (in local mode, the driver) ran out of heap
+
 ENGINES = ("spark", "sail")
 # How long an engine whose connection dropped may take to be seen as exited (for the message).
 _DEATH_WAIT_S = 5.0
@@ -110,6 +123,7 @@ class SparkEngine:
         self.conf = {**DEFAULT_CONF, **(conf or {})}
         self.generation = 0  # bumped on every new session
         self._session: SparkSession | None = None
+        self._no_broadcast: SparkSession | None = None  # spark_without_broadcast(), this generation's
         self._failed_probe = False  # is_alive() found the session dead: replace it
         self._lock = threading.RLock()
 
@@ -154,6 +168,39 @@ class SparkEngine:
             self.generation += 1
             return self._session
 
+    def spark_without_broadcast(self) -> SparkSession | None:
+        """A session of the same engine that plans no broadcast join by size: a query whose
+        broadcast failed runs again there (engine/query.py). None on Sail, which reads no Spark
+        join setting (DataFusion chooses its joins; its memory pool is unbounded by default).
+
+        Its own SQL settings and temporary views, so running a query there changes nothing for
+        the queries on `spark()` (a session setting is every concurrent query's): a classic
+        `newSession()` on the same SparkContext, or a second Connect session. Kept for the
+        engine's generation and shared by retries, whose view names are their own."""
+        if self._sail is not None:
+            return None
+        with self._lock:
+            main = self.spark()
+            if self._no_broadcast is not None:
+                return self._no_broadcast
+            if self.is_connect:
+                builder = SparkSession.builder.remote(self.master)
+                conf = {k: v for k, v in self.conf.items() if k.startswith(_CONNECT_CONF_PREFIX)}
+                for k, v in {**conf, **NO_BROADCAST_CONF}.items():
+                    builder = builder.config(k, v)
+                session = builder.create()
+            else:
+                session = main.newSession()
+                for k, v in NO_BROADCAST_CONF.items():
+                    session.conf.set(k, v)
+            self._no_broadcast = session
+            return session
+
+    def sessions(self) -> list[SparkSession]:
+        """The engine's live sessions (for cancelling a query's jobs, whichever ran them)."""
+        with self._lock:
+            return [s for s in (self._session, self._no_broadcast) if s is not None]
+
     def is_alive(self) -> bool:
         with self._lock:
             if self._session is None:
@@ -177,9 +224,14 @@ class SparkEngine:
             proc = getattr(SparkContext._gateway, "proc", None)
             if proc is not None:
                 try:
-                    return f"the Spark JVM {describe_exit(proc.wait(_DEATH_WAIT_S))}"
+                    code = proc.wait(_DEATH_WAIT_S)
                 except subprocess.TimeoutExpired:
                     pass
+                else:
+                    if code == SPARK_EXIT_OOM:
+                        memory = self.conf.get("spark.driver.memory")
+                        return f"the Spark JVM ran out of memory (exit code {code}; spark_driver_memory = {memory})"
+                    return f"the Spark JVM {describe_exit(code)}"
         return "the Spark driver stopped answering"
 
     def stop(self) -> None:
@@ -191,6 +243,7 @@ class SparkEngine:
                     self._sail.stop()
 
     def _stop_session_locked(self) -> None:
+        self._drop_no_broadcast_locked()
         if self._session is None:
             return
         if self._alive_locked(probe=True):
@@ -241,7 +294,25 @@ class SparkEngine:
             builder = builder.config(k, v)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN")
+        self._bound_broadcasts(session)
         return session
+
+    def _bound_broadcasts(self, session: SparkSession) -> None:
+        """Broadcast joins of at most max heap / BROADCAST_HEAP_FRACTION in a JVM we launched,
+        unless `conf` sets the threshold (a failure that happens anyway is retried without)."""
+        key = "spark.sql.autoBroadcastJoinThreshold"
+        if key in self.conf:
+            return
+        try:
+            heap = int(session._jvm.java.lang.Runtime.getRuntime().maxMemory())
+            current = int(session._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+        except Exception:  # another Spark: keep its default
+            log.debug("reading the driver heap failed", exc_info=True)
+            return
+        bound = heap // BROADCAST_HEAP_FRACTION
+        if 0 < bound < current:
+            session.conf.set(key, str(bound))
+            log.info("broadcast joins bounded to %d bytes (driver heap %d bytes)", bound, heap)
 
     def _create_sail_locked(self) -> SparkSession:
         url = self._sail.start()  # a new server process (a previous one is stopped first)
@@ -283,8 +354,17 @@ class SparkEngine:
         except Exception:  # noqa: BLE001 - py4j errors / connection refused = dead
             return False
 
+    def _drop_no_broadcast_locked(self) -> None:
+        session, self._no_broadcast = self._no_broadcast, None
+        if session is not None and self.is_connect:  # a Connect session of its own: release it
+            try:
+                session.stop()
+            except Exception:
+                log.debug("stopping the no-broadcast Spark Connect session failed", exc_info=True)
+
     def _discard_locked(self) -> None:
         """Forget a dead session and every PySpark singleton that still points at its JVM."""
+        self._drop_no_broadcast_locked()
         if self.is_connect:
             if self._sail is not None and not self._sail.running():
                 # Nothing to release on a server that is gone; just close the channel.

@@ -290,6 +290,25 @@ def _property_pairs(node: exp.Expr) -> list[exp.Property]:
     return list(node.args.get("properties") or [])
 
 
+def _unparenthesized_column(node: exp.Expr | None) -> exp.Expr | None:
+    """A select item `(k)` (or `((t.k))`, aliased or not) as the column `k` itself.
+
+    Doris' parser returns the inner expression of a parenthesized one, so `SELECT distinct(k)`
+    is `SELECT DISTINCT k`: the column keeps its name as label and ORDER BY k finds it. A
+    Paren node left in place would be labelled `(k)` and hide `k` from an ORDER BY over the
+    DISTINCT. Other parenthesized items keep their parentheses (their label is their text)."""
+    target = node.this if isinstance(node, exp.Alias) else node
+    inner = target
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if inner is target or not isinstance(inner, exp.Column) or isinstance(inner.this, exp.Star):
+        return node
+    if target is node:
+        return inner
+    node.set("this", inner)
+    return node
+
+
 class Galene(Doris):
     """Doris SQL as Galene accepts it."""
 
@@ -875,7 +894,7 @@ class Galene(Doris):
 
         def _parse_projection_with_text(self) -> exp.Expr | None:
             start = self._curr
-            node = self._parse_expression()
+            node = _unparenthesized_column(self._parse_expression())
             end = self._prev
             if node is not None and start is not None and end is not None and end.end >= start.start:
                 node.meta["sql_text"] = self.sql[start.start : end.end + 1]

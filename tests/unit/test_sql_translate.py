@@ -113,6 +113,20 @@ def test_unaliased_items_are_labelled_with_their_original_text():
     assert [p.alias_or_name for p in projections(out)] == ["COUNT(*)"]
 
 
+def test_a_parenthesized_column_is_the_column():
+    # `distinct(k)` is DISTINCT (k): Doris' parser drops the parentheses, so the item is the
+    # column k (label `k`), and ORDER BY k resolves over the DISTINCT (issue 19, item 8).
+    out = spark("SELECT distinct(k) FROM t ORDER BY k")
+    assert out.startswith("SELECT DISTINCT k FROM ")
+    assert isinstance(projections(out)[0], exp.Column)
+    assert output_labels(parse_statement("SELECT DISTINCT(k), v FROM t").expr) == ["k", "v"]
+    assert output_labels(parse_statement("SELECT distinct (a), b FROM t").expr) == ["a", "b"]
+    assert output_labels(parse_statement("SELECT distinct((t.k)) AS x FROM t").expr) == ["x"]
+    # Parentheses around anything else stay, and the item keeps its text as label.
+    assert output_labels(parse_statement("SELECT DISTINCT (k+1) FROM t").expr) == ["(k+1)"]
+    assert output_labels(parse_statement("SELECT COUNT(DISTINCT(k)) FROM t").expr) == ["COUNT(DISTINCT(k))"]
+
+
 def test_function_rewrites_are_applied():
     # The translation table itself is tested in tests/unit/test_doris_functions.py.
     out = spark("SELECT DATE_ADD(d, INTERVAL 3 HOUR), IFNULL(a, 0), COUNT(DISTINCT a, b), CAST(a AS DATETIME) FROM t")
