@@ -322,3 +322,57 @@ def test_polars_read_database_uri_over_connectorx(galene, db, rows):
     assert last["d"] == dt.date(2024, 2, 1 + i % 28) and last["b"] == i % 2
     assert last["amount"] == Decimal(f"{i}.{i % 100:02d}")
     assert df["k"].to_list() == list(range(rows))
+
+
+# --- JDBC (MariaDB Connector/J, server-side prepared statements) ---------------------------------
+
+MARIADB_JDBC = Path("/usr/share/java/mariadb-java-client.jar")
+
+_JAVA_SOURCE = r"""
+import java.sql.*;
+
+public class PreparedRead {
+  public static void main(String[] args) throws Exception {
+    // jdbcCompliantTruncation=false: the driver otherwise sets sql_mode with CONCAT() on connect
+    // (a session statement, not this module's part).
+    String url = "jdbc:mariadb://127.0.0.1:" + args[0] + "/" + args[1]
+        + "?useServerPrepStmts=true&jdbcCompliantTruncation=false";
+    try (Connection c = DriverManager.getConnection(url, "root", "");
+         PreparedStatement p = c.prepareStatement("SELECT k, li, t6, d38, li + 0 FROM t WHERE k IN (?, ?) ORDER BY k")) {
+      ResultSetMetaData declared = p.getMetaData();
+      System.out.println("declared " + declared.getColumnCount());
+      p.setInt(1, 1);
+      p.setInt(2, 3);
+      try (ResultSet r = p.executeQuery()) {
+        ResultSetMetaData m = r.getMetaData();
+        for (int i = 1; i <= m.getColumnCount(); i++) {
+          System.out.println("column " + m.getColumnName(i) + " " + m.getColumnTypeName(i) + " " + m.getScale(i));
+        }
+        while (r.next()) {
+          System.out.println("row " + r.getInt(1) + " " + r.getString(2) + " " + r.getTimestamp(3).toLocalDateTime()
+              + " " + r.getBigDecimal(4).toPlainString() + " " + r.getString(5));
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_jdbc_server_prepared_statements(galene, all_types, tmp_path):
+    if shutil.which("javac") is None or not MARIADB_JDBC.exists():
+        pytest.skip("javac or MariaDB Connector/J (/usr/share/java/mariadb-java-client.jar) is missing")
+    (tmp_path / "PreparedRead.java").write_text(_JAVA_SOURCE)
+    subprocess.run(["javac", "-cp", str(MARIADB_JDBC), "PreparedRead.java"], cwd=tmp_path, check=True, timeout=300)
+    done = subprocess.run(
+        ["java", "-cp", f"{MARIADB_JDBC}:{tmp_path}", "PreparedRead", str(galene.query_port), all_types],
+        check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "declared 5",
+        "column k INTEGER 0", "column li CHAR 0", "column t6 DATETIME 6", "column d38 DECIMAL 10",
+        "column li + 0 DECIMAL 0",
+        f"row 1 {LI_38} 2024-02-29T23:59:59.123456 1234567890123456789012345678.0123456789 {LI_38}",
+        f"row 3 {LI_29} 2000-01-01T00:00:00.000001 -0.0000000001 {LI_29}",
+    ]  # fmt: skip
