@@ -1489,7 +1489,8 @@ async def _arrow_batches(result: StatementResult) -> AsyncIterator[pa.Table | pa
         return
     if isinstance(rows, pa.Table):
         for batch in rows.to_batches(max_chunksize=_ROW_BATCH):
-            yield batch
+            if batch.num_rows:
+                yield batch
         return
     types = [c.type for c in result.columns or []]
     for start in range(0, len(rows), _ROW_BATCH):
