@@ -32,7 +32,6 @@ from sqlglot import exp
 
 from galene.catalog.model import Column, MaterializedView, Table
 from galene.common.errors import AnalysisError, GaleneError, error_message
-from galene.common.types import from_spark_type_name
 from galene.fe.mysql_server import StatementResult
 
 log = logging.getLogger(__name__)
@@ -139,7 +138,7 @@ class MvScheduler:
     async def create(self, s, ctx) -> StatementResult:
         """CREATE MATERIALIZED VIEW: the table (columns from the query's result, as CTAS) with
         its MV record, in one CreateTable op; BUILD IMMEDIATE then refreshes it at once."""
-        from galene.fe.pipelines import _ctas_type
+        from galene.fe.pipelines import ctas_types
         from galene.sql import statements as st
         from galene.sql.ddl import qualify_table_names, table_from_create
 
@@ -168,8 +167,8 @@ class MvScheduler:
             raise AnalysisError("The number of columns in the column list and the query do not match")
         comments = dict(s.columns)
         columns = [
-            Column(name=n, type=_ctas_type(from_spark_type_name(t)), comment=comments.get(n, ""))
-            for n, (_, t) in zip(names, schema, strict=True)
+            Column(name=n, type=t, comment=comments.get(n, ""))
+            for n, t in zip(names, ctas_types(s.query, schema, ex, ctx), strict=True)
         ]
         create = exp.Create(
             this=exp.Table(this=exp.to_identifier(s.name)),

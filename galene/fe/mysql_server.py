@@ -52,20 +52,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import json
 import logging
 import math
 import struct
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from mysql_mimic import context, packets
 from mysql_mimic.auth import (
     AuthInfo,
@@ -106,6 +104,7 @@ from mysql_mimic.types import (
     str_len,
     uint_1,
     uint_2,
+    uint_4,
     uint_len,
 )
 from mysql_mimic.types import ColumnType as MysqlType
@@ -118,6 +117,15 @@ import galene
 from galene.common.errors import ER_ACCESS_DENIED, ER_BAD_DB, ER_UNKNOWN_ERROR, GaleneError
 from galene.common.types import ColumnType, TypeError_, parse_type
 from galene.fe.auth import redact_passwords
+from galene.fe.result_encoding import (
+    MAX_PACKET,
+    ROW_BATCH,
+    binary_payloads,
+    frame_packets,
+    mysql_column_spec,
+    python_columns,
+    text_row_batches,
+)
 from galene.fe.result_stream import ResultStream
 from galene.fe.session_sql import (
     GlobalVariables,
@@ -187,11 +195,8 @@ _SQLSTATES = {
     1372: b"42000",
 }
 
-# Rows per batch when streaming a result: bounds memory and lets other sessions run.
-_ROW_BATCH = 4096
-
-# The largest payload of one wire packet; a longer payload continues in the next packets.
-_MAX_PACKET = 0xFFFFFF
+_ROW_BATCH = ROW_BATCH
+_MAX_PACKET = MAX_PACKET
 # Login packets (handshake response, auth data) are small: user, scramble, database, plugin
 # and connect attributes (MySQL caps those at 64 KB).
 _LOGIN_PACKET_LIMIT = 128 * 1024
@@ -396,6 +401,17 @@ class GaleneStream:
             count += 1
         return count
 
+    def write_payloads(self, payloads: pa.Array, lengths: Any) -> None:
+        """Binary result rows (result_encoding.binary_payloads) framed into the buffer: the whole
+        batch at once, or row by row when one of them needs several packets."""
+        framed = frame_packets(payloads, lengths, self.seq.value)
+        if framed is None:
+            for payload in payloads.to_pylist():
+                self._frame(payload)
+            return
+        self._buffer += memoryview(framed)
+        self.seq.value = (self.seq.value + len(payloads)) & 0xFF
+
     def _frame(self, data: bytes) -> None:
         """Frame one payload into the buffer, split into 16 MB-1 packets when it needs to be."""
         buf = self._buffer
@@ -519,14 +535,7 @@ class GaleneSession(BaseSession):
 
     async def run(self, sql: str) -> StatementResult:
         """Execute one statement: locally if it is session-level, else through the executor."""
-        info = SessionInfo(
-            user=self.username or "",
-            host=self.connection.client_host if self.connection else "localhost",
-            database=self.database,
-            connection_id=self.connection.connection_id if self.connection else 0,
-            user_host=self.user_host,
-            is_admin=self._is_admin,
-        )
+        info = self._session_info()
         logger.debug("connection %s: %.200s", info.connection_id, redact_passwords(sql))
         self.command_start = time.time()
         self.current_sql = sql
@@ -540,6 +549,36 @@ class GaleneSession(BaseSession):
         if leading_words(sql, 2) not in (["SHOW", "WARNINGS"], ["SHOW", "ERRORS"]):
             self.statements.diagnostics = []  # a statement that succeeds clears the last one's
         return result
+
+    async def describe(self, sql: str) -> list[ResultColumn]:
+        """The result columns `sql` would answer, without running it (COM_STMT_PREPARE): a
+        session SELECT's from its local answer, a query's from the executor. Statements that
+        are no query, and queries whose columns cannot be known before they run (a parameter
+        where NULL cannot stand, a failing analysis), have none here: their EXECUTE says all."""
+        if leading_words(sql, 1) not in (["SELECT"], ["WITH"], ["("]):
+            return []
+        info = self._session_info()
+        try:
+            local = self.statements.handle(sql, info)
+            if isinstance(local, LocalResult):
+                return [ResultColumn(n, t) for n, t in local.columns or []]
+            describe = getattr(self.executor, "describe", None)
+            if local is not None or describe is None:
+                return []
+            return list(await describe(strip_statement(sql), self.context()) or [])
+        except Exception as exc:  # noqa: BLE001 - EXECUTE reports what is wrong with the statement
+            logger.debug("connection %s: no result columns at prepare: %s", info.connection_id, exc)
+            return []
+
+    def _session_info(self) -> SessionInfo:
+        return SessionInfo(
+            user=self.username or "",
+            host=self.connection.client_host if self.connection else "localhost",
+            database=self.database,
+            connection_id=self.connection.connection_id if self.connection else 0,
+            user_host=self.user_host,
+            is_admin=self._is_admin,
+        )
 
     async def _run(self, sql: str, info: SessionInfo) -> StatementResult:
         max_depth = self.server.max_sql_nesting_depth
@@ -945,14 +984,24 @@ class GaleneConnection(Connection):
         check_sql_nesting_depth(sql, self.server.max_sql_nesting_depth)
         placeholders = placeholder_spans(sql)
         stmt = PreparedStatement(stmt_id=next(self.prepared_stmt_seq), sql=sql, num_params=len(placeholders))
+        # The result columns a query will have (Doris declares them too): clients that read a
+        # query's schema from its preparation (connectorx) need them.
+        columns = await self.session.describe(substitute_parameters(sql, placeholders, [None] * len(placeholders)))
         self.prepared_stmts[stmt.stmt_id] = stmt
         self._placeholders[stmt.stmt_id] = placeholders
-        response = [packets.make_com_stmt_prepare_ok(stmt)]
+        ok = b"".join(
+            [uint_1(0), uint_4(stmt.stmt_id), uint_2(len(columns)), uint_2(stmt.num_params), uint_1(0), uint_2(0)]
+        )
+        response = [ok]
         if stmt.num_params:
             response.extend(
                 packets.make_column_definition_41(server_charset=self.server_charset, name="?")
                 for _ in range(stmt.num_params)
             )
+            if not self.deprecate_eof():
+                response.append(self.eof())
+        if columns:
+            response.extend(self._column_definitions(columns))
             if not self.deprecate_eof():
                 response.append(self.eof())
         self.stream.write_many(response)
@@ -1122,9 +1171,16 @@ class GaleneConnection(Connection):
 
     def _result_header(self, columns: list[ResultColumn], with_eof: bool) -> list[bytes]:
         header = [packets.make_column_count(capabilities=self.capabilities, column_count=len(columns))]
+        header.extend(self._column_definitions(columns))
+        if with_eof and not self.deprecate_eof():
+            header.append(self.eof())
+        return header
+
+    def _column_definitions(self, columns: list[ResultColumn]) -> list[bytes]:
+        definitions = []
         for column in columns:
             spec = mysql_column_spec(column.type)
-            header.append(
+            definitions.append(
                 packets.make_column_definition_41(
                     server_charset=self.server_charset,
                     name=column.name,
@@ -1135,9 +1191,7 @@ class GaleneConnection(Connection):
                     decimals=spec.decimals,
                 )
             )
-        if with_eof and not self.deprecate_eof():
-            header.append(self.eof())
-        return header
+        return definitions
 
     async def _write_result(self, result: StatementResult, binary: bool, more_results: bool = False) -> None:
         more = ServerStatus.SERVER_MORE_RESULTS_EXISTS if more_results else 0
@@ -1147,11 +1201,13 @@ class GaleneConnection(Connection):
         try:
             self.stream.write_many(self._result_header(result.columns, with_eof=True))
             if binary:
-                async for packet in self._binary_row_packets(result):
-                    await self.stream.write(packet, drain=False)
+                types = [c.type for c in result.columns]
+                async for batch in _arrow_batches(result):
+                    self.stream.write_payloads(*binary_payloads(batch, types))
+                    await self.stream.drain()
             else:
                 text_columns = [MimicColumn(c.name, MysqlType.VAR_STRING) for c in result.columns]
-                async for rows in _row_batches(result, text_row_batches):
+                async for rows in _text_batches(result):
                     self.stream.write_text_rows(rows, text_columns)
                     await self.stream.drain()
         finally:
@@ -1163,10 +1219,12 @@ class GaleneConnection(Connection):
         await self.stream.drain()
 
     async def _binary_row_packets(self, result: StatementResult) -> AsyncIterator[bytes]:
-        columns = [_binary_column(c) for c in result.columns or []]
-        async for rows in _row_batches(result, python_row_batches):
-            for row in rows:
-                yield packets.make_binary_resultrow(row, columns)
+        """Each row's binary payload, one at a time (a cursor's rows, fetched in parts)."""
+        types = [c.type for c in result.columns or []]
+        async for batch in _arrow_batches(result):
+            payloads, _ = binary_payloads(batch, types)
+            for payload in payloads.to_pylist():
+                yield payload
             await asyncio.sleep(0)
 
 
@@ -1379,57 +1437,8 @@ class GaleneMysqlServer(MysqlServer):
 
 
 # ---------------------------------------------------------------------------------------
-# Type mapping and value encoding
+# Result rows (their encodings: galene/fe/result_encoding.py)
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MysqlColumnSpec:
-    mysql_type: MysqlType
-    length: int
-    decimals: int
-    flags: ColumnDefinition
-    charset: CharacterSet
-
-
-_NUM = ColumnDefinition.NUM_FLAG | ColumnDefinition.BINARY_FLAG
-_NOT_FIXED_DECIMALS = 31  # MySQL's marker for "floating point, no fixed scale"
-
-
-def mysql_column_spec(ctype: ColumnType) -> MysqlColumnSpec:
-    """The MySQL column definition for a Doris type (mirrors Doris' PrimitiveType.toMysqlType)."""
-    n = ctype.name
-    binary, text = CharacterSet.binary, CharacterSet.utf8mb4
-    if n == "BOOLEAN":
-        return MysqlColumnSpec(MysqlType.TINY, 1, 0, _NUM, binary)
-    if n == "TINYINT":
-        return MysqlColumnSpec(MysqlType.TINY, 4, 0, _NUM, binary)
-    if n == "SMALLINT":
-        return MysqlColumnSpec(MysqlType.SHORT, 6, 0, _NUM, binary)
-    if n == "INT":
-        return MysqlColumnSpec(MysqlType.LONG, 11, 0, _NUM, binary)
-    if n == "BIGINT":
-        return MysqlColumnSpec(MysqlType.LONGLONG, 20, 0, _NUM, binary)
-    if n == "LARGEINT":
-        # Doris sends LARGEINT as a string column: no MySQL integer type holds 128 bits.
-        return MysqlColumnSpec(MysqlType.STRING, 40 * 4, 0, ColumnDefinition(0), text)
-    if n == "FLOAT":
-        return MysqlColumnSpec(MysqlType.FLOAT, 12, _NOT_FIXED_DECIMALS, _NUM, binary)
-    if n == "DOUBLE":
-        return MysqlColumnSpec(MysqlType.DOUBLE, 22, _NOT_FIXED_DECIMALS, _NUM, binary)
-    if n == "DECIMAL":
-        length = ctype.precision + (1 if ctype.scale else 0) + 1
-        return MysqlColumnSpec(MysqlType.NEWDECIMAL, length, ctype.scale, _NUM, binary)
-    if n == "DATE":
-        return MysqlColumnSpec(MysqlType.DATE, 10, 0, ColumnDefinition.BINARY_FLAG, binary)
-    if n == "DATETIME":
-        length = 19 + (ctype.precision + 1 if ctype.precision else 0)
-        return MysqlColumnSpec(
-            MysqlType.DATETIME, length, ctype.precision, ColumnDefinition.BINARY_FLAG, binary
-        )
-    if n in ("CHAR", "VARCHAR"):
-        return MysqlColumnSpec(MysqlType.VAR_STRING, max(ctype.length, 1) * 4, 0, ColumnDefinition(0), text)
-    return MysqlColumnSpec(MysqlType.VAR_STRING, 65533 * 4, 0, ColumnDefinition(0), text)
 
 
 def _materialize_rows(rows: list[tuple] | pa.Table | None) -> Iterator[tuple]:
@@ -1438,20 +1447,6 @@ def _materialize_rows(rows: list[tuple] | pa.Table | None) -> Iterator[tuple]:
     if isinstance(rows, pa.Table):
         return (row for batch in python_row_batches(StatementResult(columns=[], rows=rows)) for row in batch)
     return iter(rows)
-
-
-async def _row_batches(
-    result: StatementResult, convert: Callable[[StatementResult], Iterator[list[tuple]]]
-) -> AsyncIterator[list[tuple]]:
-    """`convert`'s row batches of `result`; a streamed result's converted one batch at a time."""
-    rows = result.rows
-    if not isinstance(rows, ResultStream):
-        for batch in convert(result):
-            yield batch
-        return
-    async for batch in rows.batches():
-        for converted in convert(StatementResult(columns=result.columns, rows=pa.Table.from_batches([batch]))):
-            yield converted
 
 
 def python_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
@@ -1467,153 +1462,39 @@ def python_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
         yield list(rows[start : start + _ROW_BATCH])
 
 
-def text_row_batches(result: StatementResult) -> Iterator[list[tuple]]:
-    """Rows as text-protocol values (str/bytes/None), in bounded batches."""
-    columns = result.columns or []
+async def _text_batches(result: StatementResult) -> AsyncIterator[list[tuple]]:
+    """`result`'s rows as text-protocol values, a bounded batch at a time (a streamed result's
+    converted one engine batch at a time)."""
+    types = [c.type for c in result.columns or []]
+    rows = result.rows
+    if not isinstance(rows, ResultStream):
+        for batch in text_row_batches(types, rows):
+            yield batch
+        return
+    async for batch in rows.batches():
+        for converted in text_row_batches(types, pa.Table.from_batches([batch])):
+            yield converted
+
+
+async def _arrow_batches(result: StatementResult) -> AsyncIterator[pa.Table | pa.RecordBatch]:
+    """`result`'s rows as Arrow, at most _ROW_BATCH rows at a time (rows built in the FE
+    converted to the declared types)."""
     rows = result.rows
     if rows is None:
         return
-    if isinstance(rows, pa.Table):
-        if rows.num_columns != len(columns):
-            raise GaleneError(f"Result has {rows.num_columns} columns but {len(columns)} column definitions")
-        for batch in rows.to_batches(max_chunksize=_ROW_BATCH):
-            texts = [arrow_text(batch.column(i), columns[i].type).to_pylist() for i in range(len(columns))]
-            yield list(zip(*texts))
+    if isinstance(rows, ResultStream):
+        async for batch in rows.batches():
+            for start in range(0, batch.num_rows, _ROW_BATCH):
+                yield batch.slice(start, _ROW_BATCH)
         return
-    types = [c.type for c in columns]
+    if isinstance(rows, pa.Table):
+        for batch in rows.to_batches(max_chunksize=_ROW_BATCH):
+            if batch.num_rows:
+                yield batch
+        return
+    types = [c.type for c in result.columns or []]
     for start in range(0, len(rows), _ROW_BATCH):
-        yield [
-            tuple(python_text(v, t) for v, t in zip(row, types)) for row in rows[start : start + _ROW_BATCH]
-        ]
-
-
-def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
-    """Vectorized MySQL text rendering of one Arrow column (nulls stay null)."""
-    t = array.type
-    if pa.types.is_dictionary(t):
-        return arrow_text(array.dictionary_decode(), ctype)
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    ):
-        return array
-    if pa.types.is_null(t):
-        return pa.nulls(len(array), pa.string())
-    if pa.types.is_boolean(t):
-        return pc.cast(pc.cast(array, pa.int8()), pa.string())
-    if pa.types.is_timestamp(t):
-        naive = array.cast(pa.timestamp(t.unit)) if t.tz else array
-        precision = ctype.precision if ctype.name == "DATETIME" else 0
-        if precision == 0:
-            seconds = naive.cast(pa.timestamp("s"), safe=False)
-            # A computed DATETIME(6) (STR_TO_DATE with %f, …) arrives without its scale: its
-            # fractions are printed, not dropped (a DATETIME(0) column never has any).
-            micros = naive.cast(pa.timestamp("us"), safe=False)
-            if not pc.any(pc.not_equal(micros, seconds.cast(pa.timestamp("us")))).as_py():
-                return pc.cast(seconds, pa.string())
-            precision = 6
-        full = pc.cast(naive.cast(pa.timestamp("us"), safe=False), pa.string())
-        return pc.utf8_slice_codeunits(full, 0, 20 + precision)
-    if (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_time(t)
-    ):
-        return pc.cast(array, pa.string())
-    # Nested types (ARRAY/MAP/STRUCT): JSON text, value by value.
-    return pa.array([python_text(v, ctype) for v in array.to_pylist()], pa.string())
-
-
-def python_text(value: Any, ctype: ColumnType) -> str | bytes | None:
-    """MySQL text rendering of one Python value."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, (str, bytes)):
-        return value
-    if isinstance(value, datetime):
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        precision = ctype.precision if ctype.name == "DATETIME" else (6 if value.microsecond else 0)
-        return text + "." + f"{value.microsecond:06d}"[:precision] if precision else text
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        if ctype.name == "DECIMAL" and value.is_finite():
-            value = value.quantize(Decimal(1).scaleb(-ctype.scale))
-        return format(value, "f")
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str, ensure_ascii=False)
-    return str(value)
-
-
-_LENENC_TEXT_TYPE = ColumnType(name="STRING")
-
-
-def _encode_lenenc_text(column: MimicColumn, value: Any) -> bytes:
-    text = python_text(value, _LENENC_TEXT_TYPE)
-    return str_len(text if isinstance(text, bytes) else str(text).encode("utf-8"))
-
-
-def _date_encoder(precision: int) -> Any:
-    """Binary DATE/DATETIME encoder that keeps `precision` fractional digits, as the text protocol does."""
-    step = 10 ** (6 - precision)
-
-    def encode(column: MimicColumn, value: Any) -> bytes:
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        parts = [value.year.to_bytes(2, "little"), bytes([value.month, value.day])]
-        if isinstance(value, datetime):
-            micro = value.microsecond // step * step
-            if micro:
-                parts += [bytes([value.hour, value.minute, value.second]), micro.to_bytes(4, "little")]
-            elif value.hour or value.minute or value.second:
-                parts.append(bytes([value.hour, value.minute, value.second]))
-        body = b"".join(parts)
-        return bytes([len(body)]) + body
-
-    return encode
-
-
-def _packer(fmt: str, convert: Any) -> Any:
-    packer = struct.Struct(fmt)
-    return lambda column, value: packer.pack(convert(value))
-
-
-_BINARY_ENCODERS = {
-    MysqlType.TINY: _packer("<b", int),
-    MysqlType.SHORT: _packer("<h", int),
-    MysqlType.LONG: _packer("<i", int),
-    MysqlType.LONGLONG: _packer("<q", int),
-    MysqlType.FLOAT: _packer("<f", float),
-    MysqlType.DOUBLE: _packer("<d", float),
-}
-
-
-def _decimal_encoder(ctype: ColumnType) -> Any:
-    def encode(column: MimicColumn, value: Any) -> bytes:
-        text = python_text(value, ctype)
-        return str_len(text if isinstance(text, bytes) else text.encode("ascii"))
-
-    return encode
-
-
-def _binary_column(column: ResultColumn) -> MimicColumn:
-    """A mysql-mimic column whose binary-protocol encoder matches the declared Doris type."""
-    spec = mysql_column_spec(column.type)
-    if spec.mysql_type == MysqlType.NEWDECIMAL:
-        encoder = _decimal_encoder(column.type)
-    elif spec.mysql_type in (MysqlType.DATE, MysqlType.DATETIME):
-        encoder = _date_encoder(column.type.precision if column.type.name == "DATETIME" else 0)
-    else:
-        encoder = _BINARY_ENCODERS.get(spec.mysql_type, _encode_lenenc_text)
-    return MimicColumn(column.name, spec.mysql_type, binary_encoder=encoder)
+        yield python_columns(rows[start : start + _ROW_BATCH], types)
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from galene.common.errors import AnalysisError, GaleneError, LoadError
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import StatementResult
+from galene.sql import source_types
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.translate import ViewDefinition, to_spark_sql
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 _VIEW_SEQ = itertools.count(1)
 # Doris: CTAS string columns become VARCHAR(65533) (a STRING cannot be a key column).
 CTAS_VARCHAR = ColumnType(name="VARCHAR", length=65533)
+CTAS_DATETIME = ColumnType(name="DATETIME", precision=6)
 
 
 @dataclass
@@ -296,9 +298,8 @@ class Pipelines:
         spark_sql, views = self.plan_query(s.query, ctx)
         await self.fe.wait_engine()
         schema = await asyncio.to_thread(self._query_schema, spark_sql, views)
-        columns = [
-            Column(name=name, type=_ctas_type(from_spark_type_name(t))) for name, t in schema
-        ]
+        types = ctas_types(s.query, schema, self.executor, ctx)
+        columns = [Column(name=name, type=t) for (name, _), t in zip(schema, types, strict=True)]
 
         def build(db_id, alloc, now):
             return table_from_create(s, db_id=db_id, alloc_id=alloc, now=now, columns=columns)
@@ -526,8 +527,35 @@ def _table_exists(fe, db_name: str, name: str) -> bool:
         return False
 
 
-def _ctas_type(t: ColumnType) -> ColumnType:
-    return CTAS_VARCHAR if t.name == "STRING" else t
+def _ctas_type(t: ColumnType, source: ColumnType | None = None) -> ColumnType:
+    """The type of a CTAS (or materialized view) column from the engine's type `t` of the
+    query's column and, when that column reads a table's column unchanged, `source`, the table
+    column's type. Strings become VARCHAR(65533) as in Doris; a LARGEINT or DATETIME(p) read
+    unchanged keeps its type (the engine's DECIMAL(38, 0) / timestamp lose them); any other
+    timestamp is DATETIME(6): the engine's timestamps keep microseconds without saying how many
+    digits a computed one has, and a CTAS must not drop them."""
+    if t.name == "STRING":
+        return CTAS_VARCHAR
+    if source is not None and source.name in ("LARGEINT", "DATETIME"):
+        refined = source_types.refine([t], [source])[0]
+        if refined == source:
+            return source
+    if t.name == "DATETIME":
+        return CTAS_DATETIME
+    return t
+
+
+def ctas_types(query: exp.Expr, schema: list[tuple[str, str]], executor, ctx) -> list[ColumnType]:
+    """The column types of a table made from `query`'s result (CTAS, materialized views), from
+    the engine's (name, type) `schema` of it."""
+
+    def lookup(db, name):
+        return executor._source_columns(ctx.database, db, name) if (db or ctx.database) else None
+
+    sources = source_types.source_column_types(query, lookup)
+    if len(sources) != len(schema):
+        sources = [None] * len(schema)
+    return [_ctas_type(from_spark_type_name(t), src) for (_, t), src in zip(schema, sources, strict=True)]
 
 
 _CAUSE = re.compile(r"^\s*([\w.$]*(?:Error|Exception))\s*:\s*(\S.*)$")

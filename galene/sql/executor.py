@@ -541,8 +541,35 @@ class SqlExecutor:
         if local is not None:
             return StatementResult(columns=[ResultColumn(n, t) for n, t in local.columns], rows=local.rows)
         stream = await self._run_query(s.expr, ctx, stream=True)
-        columns = [ResultColumn(name=n, type=from_spark_type_name(t)) for n, t in stream.head.columns]
-        return StatementResult(columns=columns, rows=stream)
+        return StatementResult(columns=self._result_columns(s.expr, stream.head.columns, ctx), rows=stream)
+
+    async def describe(self, sql: str, ctx: SessionContext) -> list[ResultColumn] | None:
+        """A query's result columns without running it (COM_STMT_PREPARE): the engine analyses
+        the statement (its parameters are NULLs here) and the columns are typed as a run of it
+        types them. None for a statement that is no query."""
+        stmt = st.parse_statement(sql)
+        if not isinstance(stmt, st.Query):
+            return None
+        auth.authorize(self.fe.state, ctx, stmt)
+        if _reads_schema(stmt.expr, ctx):
+            local = infoschema.run_local(stmt.expr, self.meta_context(ctx))
+            return None if local is None else [ResultColumn(n, t) for n, t in local.columns]
+        spark_sql, views = self.pipelines.plan_query(stmt.expr, ctx)
+        await self.fe.wait_engine()
+        schema = await self._blocking(self.pipelines._query_schema, spark_sql, views)
+        return self._result_columns(stmt.expr, schema, ctx)
+
+    def _result_columns(self, expr, engine_columns: list[tuple[str, str]], ctx) -> list[ResultColumn]:
+        """A query's result columns from the engine's (name, type): a column read unchanged from
+        a table keeps that column's Doris type (LARGEINT, DATETIME(p), VARCHAR(n)), as Doris types
+        a result by its plan; any other keeps the engine's type."""
+        engine_types = [from_spark_type_name(t) for _, t in engine_columns]
+
+        def lookup(db, name):
+            return self._source_columns(ctx.database, db, name) if (db or ctx.database) else None
+
+        types = source_types.refine(engine_types, source_types.source_column_types(expr, lookup))
+        return [ResultColumn(name=n, type=t) for (n, _), t in zip(engine_columns, types, strict=True)]
 
     async def _run_query(self, expr, ctx, explain: str | None = None, stream: bool = False):
         """Run a Doris query on Spark over the table versions visible now; returns QueryOutput,

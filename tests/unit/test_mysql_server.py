@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 
+import mysql.connector
 import pyarrow as pa
 import pymysql
 import pytest
@@ -27,7 +28,7 @@ import sqlglot
 from sqlglot import exp
 
 from galene.common.errors import unknown_table
-from galene.common.types import ColumnType
+from galene.common.types import ColumnType, parse_type
 from galene.fe.mysql_server import (
     GaleneMysqlServer,
     ResultColumn,
@@ -87,11 +88,69 @@ EXPECTED_TYPED_ROWS = [
 ]  # fmt: skip
 
 
+# Every scalar type, as the engine hands them over (LARGEINT and a computed DECIMAL(38, 0) of up
+# to 38 digits, a computed DATETIME declared without precision that has microseconds), with
+# NULLs, Unicode and strings past both length-prefix bounds (251 and 65536 bytes); 21 columns
+# make a 3-byte NULL bitmap.
+WIDE_COLUMNS = [
+    ResultColumn(n, parse_type(t))
+    for n, t in [
+        ("b", "BOOLEAN"), ("ti", "TINYINT"), ("si", "SMALLINT"), ("i", "INT"), ("bi", "BIGINT"),
+        ("li", "LARGEINT"), ("f", "FLOAT"), ("d", "DOUBLE"), ("dsm", "DECIMAL(10,2)"),
+        ("d38", "DECIMAL(38,10)"), ("d380", "DECIMAL(38,0)"), ("dd", "DATE"), ("t0", "DATETIME"),
+        ("t3", "DATETIME(3)"), ("t6", "DATETIME(6)"), ("c", "CHAR(5)"), ("vc", "VARCHAR(20)"),
+        ("s", "STRING"), ("n", "STRING"), ("j", "JSON"), ("last", "INT"),
+    ]
+]  # fmt: skip
+_D = decimal.Decimal
+_T = datetime.datetime
+WIDE_ROWS = [
+    (True, -128, -32768, -(2**31), -(2**63), -(10**37) - 5, 1.5, -2.5e-300, _D("-12345678.90"),
+     _D("1234567890123456789012345678.0123456789"), _D("9" * 38), datetime.date(2024, 2, 29),
+     _T(2024, 2, 29, 23, 59, 59, 5), _T(2024, 2, 29, 23, 59, 59, 123000), _T(1, 1, 1, 0, 0, 0, 999999),
+     "héllo", "中文 😀 ✓", "x" * 300, None, '{"a": [1, 2]}', 1),
+    (None,) * 20 + (2,),
+    (False, 127, 32767, 2**31 - 1, 2**63 - 1, 12345678901234567890123456789, -0.0, 1e300, _D("0.01"),
+     _D("-0.0000000001"), _D(-(10**37) - 7), datetime.date(9999, 12, 31), _T(1970, 1, 1),
+     _T(2000, 1, 1, 0, 0, 0, 1000), _T(9999, 12, 31, 23, 59, 59, 999999), "", "", "é" * 40000, None, "[]", 3),
+]  # fmt: skip
+
+
+def wide_table() -> pa.Table:
+    arrays = {}
+    for i, column in enumerate(WIDE_COLUMNS):
+        values = [row[i] for row in WIDE_ROWS]
+        arrow = pa.null() if column.name == "n" else column.type.to_arrow()
+        arrays[column.name] = pa.array(values, arrow)
+    return pa.table(arrays)
+
+
+def wide_expected(row: tuple) -> tuple:
+    """A WIDE row as a client reads it: BOOLEAN is TINYINT; LARGEINT a MySQL string; FLOAT a
+    single; DECIMAL(38, 10) at its scale."""
+    out = []
+    for column, value in zip(WIDE_COLUMNS, row, strict=True):
+        if value is None:
+            out.append(None)
+        elif column.name == "b":
+            out.append(int(value))
+        elif column.name == "li":
+            out.append(str(value))
+        elif column.name == "f":
+            out.append(struct.unpack("<f", struct.pack("<f", value))[0])
+        elif column.name == "d38":
+            out.append(value.quantize(_D("1E-10"), context=decimal.Context(prec=40)))
+        else:
+            out.append(value)
+    return tuple(out)
+
+
 class FakeExecutor:
     """Answers a few statements and records what reached it (with a copy of the context)."""
 
     def __init__(self) -> None:
         self.received: list[tuple[str, SessionContext]] = []
+        self.described: list[str] = []
 
     def statements(self) -> list[str]:
         return [sql for sql, _ in self.received]
@@ -116,6 +175,10 @@ class FakeExecutor:
             return StatementResult(columns=[text_col(f"Tables_in_{ctx.database}")], rows=[("t1",)])
         if upper.startswith("SELECT * FROM TYPED"):
             return StatementResult(columns=TYPED_COLUMNS, rows=typed_table())
+        if upper.startswith("SELECT * FROM WIDE"):
+            return StatementResult(columns=WIDE_COLUMNS, rows=wide_table())
+        if upper.startswith("SELECT * FROM HUGE"):
+            return StatementResult(columns=[text_col("v")], rows=pa.table({"v": ["x" * (17 << 20)]}))
         if upper.startswith("SELECT COUNT(*) FROM"):
             return StatementResult(columns=[ResultColumn("count(*)", ColumnType(name="BIGINT"))], rows=[(3,)])
         if upper.startswith("INSERT"):
@@ -131,6 +194,18 @@ class FakeExecutor:
         if upper.startswith("USE "):
             return StatementResult(new_database="db1")
         return StatementResult()
+
+    async def describe(self, sql: str, ctx: SessionContext) -> list[ResultColumn] | None:
+        """A query's result columns without running it (COM_STMT_PREPARE)."""
+        self.described.append(sql)
+        upper = sql.upper()
+        if upper.startswith("SELECT * FROM TYPED"):
+            return TYPED_COLUMNS
+        if upper.startswith("SELECT * FROM WIDE"):
+            return WIDE_COLUMNS
+        if upper.startswith("SELECT * FROM MISSING"):
+            raise unknown_table("missing", ctx.database)
+        return None
 
     def database_exists(self, name: str) -> bool:
         return name == "db1"
@@ -170,6 +245,7 @@ def serve(server: GaleneMysqlServer):
 def executor(endpoint) -> FakeExecutor:
     _, fake = endpoint
     fake.received.clear()
+    fake.described.clear()
     return fake
 
 
@@ -529,18 +605,19 @@ def raw_login(port: int) -> socket.socket:
     return sock
 
 
-def read_raw_packet(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return data
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(min(n - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return bytes(data)
 
-    header = exactly(4)
-    return exactly(int.from_bytes(header[:3], "little"))
+
+def read_raw_packet(sock: socket.socket) -> bytes:
+    header = read_exactly(sock, 4)
+    return read_exactly(sock, int.from_bytes(header[:3], "little"))
 
 
 def test_payloads_over_16mb_are_read_and_written_in_several_packets(port):
@@ -650,8 +727,7 @@ def test_cursor_fetch_returns_every_row_once(port):
     def command(payload: bytes) -> None:
         sock.sendall(struct.pack("<I", len(payload)) + payload)
 
-    command(b"\x16SELECT * FROM typed")  # COM_STMT_PREPARE
-    stmt_id = read_raw_packet(sock)[1:5]
+    stmt_id, *_ = _prepare(sock, "SELECT * FROM typed")  # COM_STMT_PREPARE
     command(b"\x17" + stmt_id + b"\x01" + struct.pack("<I", 1))  # COM_STMT_EXECUTE, read-only cursor
     packets = []
     while not (packets and packets[-1][:1] == b"\xfe" and len(packets[-1]) < 9):
@@ -667,3 +743,189 @@ def test_cursor_fetch_returns_every_row_once(port):
         batches.append((len(rows), bool(status & 0x80)))  # SERVER_STATUS_LAST_ROW_SENT
     assert batches == [(2, False), (1, True)]
     sock.close()
+
+
+# --- the binary protocol and prepared statements (issue 19) --------------------------------------
+
+
+def connector(port: int, **kwargs):
+    import mysql.connector
+
+    kwargs.setdefault("user", "root")
+    return mysql.connector.connect(host="127.0.0.1", port=port, database="db1", use_pure=True, **kwargs)
+
+
+def test_binary_protocol_reads_every_type_as_the_text_protocol(port, executor):
+    """mysql-connector's prepared (binary) and plain (text) cursors read the same values: LARGEINT
+    and DECIMAL(38, 0) past 28 digits (Python's decimal context once failed them), a DATETIME
+    declared without precision keeps its microseconds as the text protocol does."""
+    conn = connector(port)
+    try:
+        text = conn.cursor()
+        text.execute("SELECT * FROM wide")
+        text_rows = [tuple(r) for r in text.fetchall()]
+        binary = conn.cursor(prepared=True)
+        binary.execute("SELECT * FROM wide")
+        binary_rows = [tuple(r) for r in binary.fetchall()]
+        assert [d[1] for d in binary.description] == [d[1] for d in text.description]
+    finally:
+        conn.close()
+    expected = [wide_expected(r) for r in WIDE_ROWS]
+    assert binary_rows == expected
+    assert text_rows == expected
+
+
+def test_binary_rows_of_16mb_are_split_into_packets(port):
+    """A binary row of 16 MB or more continues in further packets (mysql-connector cannot read
+    those: its binary reader takes one packet per row; checked on the wire instead)."""
+    sock = raw_login(port)
+    stmt_id, *_ = _prepare(sock, "SELECT * FROM huge")
+    _command(sock, b"\x17" + stmt_id + b"\x00" + struct.pack("<I", 1))
+    assert read_raw_packet(sock) == b"\x01"
+    _read_until_eof(sock)  # the column definition
+    headers, pieces = [], []
+    while True:
+        header = read_exactly(sock, 4)
+        length = int.from_bytes(header[:3], "little")
+        headers.append((length, header[3]))
+        pieces.append(read_exactly(sock, length))
+        if length < 0xFFFFFF:
+            break
+    value = b"x" * (17 << 20)
+    assert b"".join(pieces) == b"\x00\x00\xfe" + struct.pack("<Q", len(value)) + value
+    assert [length for length, _ in headers] == [0xFFFFFF, 3 + 8 + len(value) - 0xFFFFFF]
+    assert headers[1][1] == (headers[0][1] + 1) & 0xFF  # consecutive sequence ids
+    assert read_raw_packet(sock)[:1] == b"\xfe"  # EOF
+    sock.close()
+
+
+def _column_definitions(packets: list[bytes]) -> list[dict]:
+    """Protocol::ColumnDefinition41 packets, decoded."""
+
+    def lenenc(data: bytes, at: int) -> tuple[bytes, int]:
+        n = data[at]
+        assert n < 251
+        return data[at + 1 : at + 1 + n], at + 1 + n
+
+    out = []
+    for data in packets:
+        at = 0
+        fields = []
+        for _ in range(6):  # catalog, schema, table, org_table, name, org_name
+            value, at = lenenc(data, at)
+            fields.append(value)
+        assert data[at] == 0x0C
+        charset, length, type_, flags, decimals = struct.unpack_from("<HIBHB", data, at + 1)
+        out.append(
+            {"name": fields[4].decode(), "charset": charset, "length": length, "type": type_, "flags": flags,
+             "decimals": decimals}
+        )  # fmt: skip
+    return out
+
+
+def _command(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(struct.pack("<I", len(payload)) + payload)
+
+
+def _read_until_eof(sock: socket.socket) -> list[bytes]:
+    packets = []
+    while (packet := read_raw_packet(sock))[:1] != b"\xfe" or len(packet) >= 9:
+        packets.append(packet)
+    return packets
+
+
+def test_result_columns_are_declared_as_doris_declares_them(port):
+    """Type, length, decimals, flags and charset per Doris' MysqlSerializer.writeField: flags 0,
+    DATETIME(p) with p decimals, LARGEINT a utf8 MYSQL_TYPE_STRING of length 255."""
+    sock = raw_login(port)
+    _command(sock, b"\x03SELECT * FROM wide")
+    assert read_raw_packet(sock) == bytes([len(WIDE_COLUMNS)])
+    definitions = _column_definitions(_read_until_eof(sock))
+    sock.close()
+    got = {d["name"]: (d["type"], d["length"], d["decimals"], d["flags"], d["charset"]) for d in definitions}
+    utf8, binary = 255, 63
+    assert got == {
+        "b": (1, 1, 0, 0, binary), "ti": (1, 4, 0, 0, binary), "si": (2, 6, 0, 0, binary),
+        "i": (3, 11, 0, 0, binary), "bi": (8, 20, 0, 0, binary), "li": (254, 255, 0, 0, utf8),
+        "f": (4, 12, 31, 0, binary), "d": (5, 22, 31, 0, binary), "dsm": (246, 12, 2, 0, binary),
+        "d38": (246, 40, 10, 0, binary), "d380": (246, 39, 0, 0, binary), "dd": (10, 10, 0, 0, binary),
+        "t0": (12, 19, 0, 0, binary), "t3": (12, 19, 3, 0, binary), "t6": (12, 19, 6, 0, binary),
+        "c": (253, 255, 0, 0, utf8), "vc": (253, 255, 0, 0, utf8), "s": (253, 255, 0, 0, utf8),
+        "n": (253, 255, 0, 0, utf8), "j": (253, 255, 0, 0, utf8), "last": (3, 11, 0, 0, binary),
+    }  # fmt: skip
+
+
+def _prepare(sock: socket.socket, sql: str) -> tuple[bytes, int, int, list[bytes], list[bytes]]:
+    """COM_STMT_PREPARE: (statement id, columns, params, parameter and column definitions)."""
+    _command(sock, b"\x16" + sql.encode())
+    ok = read_raw_packet(sock)
+    assert ok[:1] == b"\x00", ok
+    stmt_id, columns, params = ok[1:5], *struct.unpack_from("<HH", ok, 5)
+    param_defs = _read_until_eof(sock) if params else []
+    column_defs = _read_until_eof(sock) if columns else []
+    return stmt_id, columns, params, param_defs, column_defs
+
+
+def test_prepare_declares_the_result_columns_the_execute_sends(port, executor):
+    sock = raw_login(port)
+    stmt_id, columns, params, param_defs, column_defs = _prepare(sock, "SELECT * FROM typed WHERE s = ?")
+    assert (columns, params, len(param_defs)) == (len(TYPED_COLUMNS), 1, 1)
+    # The parameter becomes NULL for the description: its type is not known before EXECUTE.
+    assert executor.described == ["SELECT * FROM typed WHERE s = NULL"]
+    execute = b"\x17" + stmt_id + b"\x00" + struct.pack("<I", 1) + b"\x00\x01" + b"\xfd\x00" + b"\x04it's"
+    _command(sock, execute)
+    assert read_raw_packet(sock) == bytes([len(TYPED_COLUMNS)])
+    sent = _read_until_eof(sock)
+    assert column_defs == sent  # byte for byte
+    assert [d["name"] for d in _column_definitions(column_defs)] == [c.name for c in TYPED_COLUMNS]
+    rows = _read_until_eof(sock)
+    assert len(rows) == 3
+    sock.close()
+
+
+def test_prepare_of_statements_without_a_known_result(port, executor):
+    """A statement the executor cannot describe (or one that is no query) declares no columns;
+    a failing description is left for EXECUTE to report. Session SELECTs describe themselves."""
+    sock = raw_login(port)
+    for sql, expected in [
+        ("SELECT 1 FROM somewhere_else WHERE x = ?", 0),
+        ("INSERT INTO t1 VALUES (?)", 0),
+        ("SELECT * FROM missing WHERE x = ?", 0),
+        ("SELECT @@session.autocommit, DATABASE()", 2),
+    ]:
+        _, columns, _, _, column_defs = _prepare(sock, sql)
+        assert columns == expected, sql
+        if expected:
+            assert [d["name"] for d in _column_definitions(column_defs)] == ["@@session.autocommit", "DATABASE()"]
+    assert executor.described == ["SELECT 1 FROM somewhere_else WHERE x = NULL", "SELECT * FROM missing WHERE x = NULL"]
+    sock.close()
+    conn = connector(port)
+    try:
+        cur = conn.cursor(prepared=True)
+        with pytest.raises(mysql.connector.errors.DatabaseError) as err:
+            cur.execute("SELECT * FROM missing WHERE x = ?", (1,))
+        assert err.value.errno == 1105 and "Unknown table" in err.value.msg
+        cur.execute("SELECT * FROM typed WHERE s = ?", ("it's",))
+        assert cur.fetchall() == EXPECTED_TYPED_ROWS
+    finally:
+        conn.close()
+
+
+def test_decimal_text_is_plain_at_every_scale(port, executor):
+    """Small DECIMALs print as Doris prints them, never in scientific notation (Arrow's `0E-10`)."""
+    conn = connector(port, raw=True)
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT * FROM wide")
+        rows = cur.fetchall()
+    finally:
+        conn.close()
+    d38 = [c.name for c in WIDE_COLUMNS].index("d38")
+    assert [r[d38] for r in rows] == [
+        bytearray(b"1234567890123456789012345678.0123456789"), None, bytearray(b"-0.0000000001"),
+    ]
+    from galene.fe.result_encoding import arrow_text
+
+    values = [decimal.Decimal(v) for v in ("0", "1E-7", "-0.5", "0.0000123", "-12.5", "99999999.9999999")]
+    texts = arrow_text(pa.array(values, pa.decimal128(15, 7)), parse_type("DECIMAL(15, 7)")).to_pylist()
+    assert texts == ["0.0000000", "0.0000001", "-0.5000000", "0.0000123", "-12.5000000", "99999999.9999999"]
