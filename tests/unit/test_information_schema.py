@@ -444,6 +444,31 @@ def test_set_unknown_variable_is_dorises_error_and_doris_variables_are_kept():
     assert shown["enable_nereids_planner"] == "true" and shown["query_timeout"] == "60"
 
 
+def test_set_sql_mode_as_connector_j_sends_it():
+    """MariaDB Connector/J's connect statement: a CONCAT over @@sql_mode; Doris keeps the modes
+    as a canonical list (SqlModeHelper) and refuses an unknown one with 1231."""
+    s = _session()
+    s.handle("set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", INFO)
+    assert s.handle("SELECT @@sql_mode, @@autocommit", INFO).rows == [("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES", 1)]
+    s.handle("SET sql_mode = ''", INFO)
+    s.handle("SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')", INFO)
+    assert s.handle("SELECT @@sql_mode", INFO).rows == [("STRICT_TRANS_TABLES",)]
+    s.handle("SET sql_mode = concat_ws(',', 'pipes_as_concat', @@session.sql_mode, 'ansi_quotes')", INFO)
+    assert s.variables.get("sql_mode") == "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_TRANS_TABLES"
+    s.handle("SET @suffix = ',NO_ENGINE_SUBSTITUTION'", INFO)
+    s.handle("SET sql_mode = CONCAT('TRADITIONAL', @suffix)", INFO)
+    assert s.variables.get("sql_mode") == (
+        "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_ALL_TABLES,"
+        "STRICT_TRANS_TABLES,TRADITIONAL"
+    )
+    with pytest.raises(GaleneError) as e:
+        s.handle("SET sql_mode = concat(@@sql_mode, ',NO_SUCH_MODE')", INFO)
+    assert e.value.code == 1231 and e.value.message == "Variable 'sql_mode' can't be set to the value of 'NO_SUCH_MODE'"
+    s.handle("SET @nothing = NULL", INFO)
+    s.handle("SET @joined = concat('a', @nothing)", INFO)  # NULL in, NULL out, as MySQL
+    assert s.handle("SELECT @joined", INFO).rows == [(None,)]
+
+
 def test_show_warnings_and_errors_list_the_last_error():
     s = _session()
     assert s.handle("SHOW WARNINGS", INFO).rows == []
