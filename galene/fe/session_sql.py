@@ -121,6 +121,9 @@ def _specs(time_zone: str, version: str, version_comment: str) -> dict[str, Vari
         "sql_mode": VariableSpec("sql_mode", "ONLY_FULL_GROUP_BY"),
         "sql_safe_updates": VariableSpec("int", 0),
         "sql_select_limit": VariableSpec("int", 9223372036854775807),
+        # The server's Unix socket (none): the Rust `mysql` crate (connectorx) reads @@socket on
+        # a loopback connection and keeps TCP when it is empty; an error fails its connect.
+        "socket": VariableSpec("str", "", read_only=True),
         "system_time_zone": VariableSpec("str", time_zone, read_only=True),
         "time_zone": VariableSpec("str", time_zone),
         "transaction_isolation": VariableSpec(
