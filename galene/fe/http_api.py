@@ -17,6 +17,7 @@ import msgspec
 from aiohttp import web
 from multidict import CIMultiDict
 
+import galene
 from galene.be import two_phase
 from galene.be.load_headers import parse_basic_auth
 from galene.catalog.model import Rowset
@@ -112,6 +113,7 @@ class FeHttpApi:
             ),
             web.get("/api/health", self.health),
             web.get("/api/bootstrap", self.health),
+            web.get("/api/fe_version_info", self.fe_version_info),
             web.get("/metrics", self.metrics),
             web.get("/api/_tasks", self.tasks_dump),
             web.get("/dump", self.dump),
@@ -331,6 +333,27 @@ class FeHttpApi:
                 "count": 0,
             }
         )
+
+    async def fe_version_info(self, request: web.Request) -> web.Response:
+        """GET /api/fe_version_info (ADMIN): Doris' fields, each in its Doris shape; Galene's own
+        version is in the free-text ones (dorisBuildInfo, dorisBuildHash)."""
+        if (refusal := self._admin(request)) is not None:
+            return refusal
+        major, minor, patch = (int(p) for p in galene.DORIS_RELEASE.split("."))
+        info = {
+            "dorisBuildVersionPrefix": "doris",
+            "dorisBuildVersionMajor": major,
+            "dorisBuildVersionMinor": minor,
+            "dorisBuildVersionPatch": patch,
+            "dorisBuildVersionRcVersion": "",
+            "dorisBuildVersion": galene.DORIS_BUILD_VERSION,
+            "dorisBuildHash": f"galene-{galene.__version__}@{galene.DORIS_BUILD_SHORT_HASH}",
+            "dorisBuildShortHash": galene.DORIS_BUILD_SHORT_HASH,
+            "dorisBuildTime": "",
+            "dorisBuildInfo": galene.BUILD_INFO,
+            "dorisJavaCompileVersion": "",
+        }
+        return web.json_response({"msg": "success", "code": 0, "data": {"feVersionInfo": info}, "count": 0})
 
     async def metrics(self, request: web.Request) -> web.Response:
         m = self.fe.metrics

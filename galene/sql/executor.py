@@ -20,7 +20,7 @@ from datetime import datetime
 
 from sqlglot import exp
 
-from galene import __version__
+from galene import NODE_VERSION
 from galene.catalog.model import Table, UserAccount, account_key, snapshot
 from galene.common.errors import (
     AnalysisError,
@@ -526,7 +526,7 @@ class SqlExecutor:
             fe.store.node_name if hasattr(fe.store, "node_name") else f"fe_{fe.host}_{fe.cfg.edit_log_port}",
             fe.host, str(fe.cfg.edit_log_port), str(fe.http_port), str(fe.query_port), str(fe.cfg.rpc_port),
             "-1", "FOLLOWER", "true", str(fe.store.cluster_id), "true", "true", str(fe.store.last_journal_id),
-            _fmt_time(fe.start_time), _fmt_time(time.time()), "true", "", f"galene-{__version__}", "Yes",
+            _fmt_time(fe.start_time), _fmt_time(time.time()), "true", "", NODE_VERSION, "Yes",
         )  # fmt: skip
         return StatementResult(columns=_cols(*names), rows=[row])
 

@@ -1,16 +1,21 @@
 """Client libraries that read errors, labels and versions, unchanged, against a real Galene:
 SQLAlchemy's MySQL dialect (has_table, create_all) under pandas `to_sql`/`read_sql` and polars
-`write_database`/`read_database`, connectorx, DorisClient's `DorisMeta`. (MariaDB Connector/J: test_jdbc.py; doris-mcp-server: test_doris_mcp.py.)"""
+`write_database`/`read_database`, connectorx, DorisClient's `DorisMeta`, and the version
+strings tools parse. (MariaDB Connector/J: test_jdbc.py; doris-mcp-server: test_doris_mcp.py.)"""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 from decimal import Decimal
 
+import httpx
 import pymysql
 import pytest
 import sqlalchemy as sa
+
+from tests.galene_proc import auth_header
 
 MESSY = [
     # id, name, price (DECIMAL(10, 2)), ratio (DOUBLE), seen
@@ -212,3 +217,34 @@ def test_dorisclient_meta_collects_metadata(galene, db):
     finally:
         galene.query(f"DROP DATABASE IF EXISTS {shop}")
         galene.query(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+# --- versions --------------------------------------------------------------------------------
+DORIS_NODE_VERSION = re.compile(r"doris-\d+\.\d+\.\d+-[0-9a-f]{10}")
+
+
+def test_version_strings_have_doris_shapes(galene):
+    """What clients parse: the MySQL version 5.7.99 (handshake, @@version, VERSION()), and
+    Doris' build version `doris-X.Y.Z-<hash>` in @@version_comment ("Doris version …") and in
+    SHOW FRONTENDS / SHOW BACKENDS; Galene's own version only in free text
+    (/api/fe_version_info's dorisBuildInfo)."""
+    import galene as galene_package
+
+    with galene.mysql() as conn, conn.cursor() as cur:
+        assert conn.get_server_info() == "5.7.99"
+        cur.execute("SELECT @@version, VERSION(), @@version_comment")
+        version, function, comment = cur.fetchone()
+        assert (version, function) == ("5.7.99", "5.7.99")
+        assert comment.startswith("Doris version ") and DORIS_NODE_VERSION.fullmatch(comment[len("Doris version ") :])
+        cur.execute("SHOW FRONTENDS")
+        names = [d[0] for d in cur.description]
+        assert DORIS_NODE_VERSION.fullmatch(dict(zip(names, cur.fetchone()))["Version"])
+        cur.execute("SHOW BACKENDS")
+        names = [d[0] for d in cur.description]
+        backend = dict(zip(names, cur.fetchone()))
+        assert backend["Version"] == comment[len("Doris version ") :]
+    info = httpx.get(f"http://127.0.0.1:{galene.http_port}/api/fe_version_info", headers=auth_header()).json()
+    fe = info["data"]["feVersionInfo"]
+    assert f"{fe['dorisBuildVersion']}-{fe['dorisBuildShortHash']}" == backend["Version"]
+    assert fe["dorisBuildInfo"] == f"Galene {galene_package.__version__}"
+    assert httpx.get(f"http://127.0.0.1:{galene.http_port}/api/fe_version_info").status_code == 401
