@@ -16,7 +16,7 @@ import time
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from galene import __version__
+from galene import NODE_VERSION
 from galene.be import compaction_api
 from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
@@ -358,7 +358,7 @@ class BeServer:
                 "http_port": self.http_port,
                 "be_port": self.cfg.be_port,
                 "brpc_port": self.cfg.brpc_port,
-                "version": f"galene-{__version__}",
+                "version": NODE_VERSION,  # SHOW BACKENDS `Version`, in Doris' shape
                 "start_time": self.start_time,
                 "cpu_cores": os.cpu_count(),
                 # The BE's own view of its write path (SHOW BACKENDS), bytes received per table

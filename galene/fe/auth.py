@@ -34,7 +34,7 @@ from typing import Any
 from sqlglot import exp
 
 from galene.catalog.model import PRIVILEGES, CatalogState, Grants, Role, UserAccount, account_key
-from galene.common.errors import ER_UNKNOWN_ERROR, AnalysisError, GaleneError
+from galene.common.errors import ER_UNKNOWN_ERROR, AnalysisError, DorisError
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +95,6 @@ OPERATOR = Predicate(("NODE_PRIV",))
 ADMIN_OR_NODE = Predicate(("NODE_PRIV", "ADMIN_PRIV"))
 SHOW = Predicate(("ADMIN_PRIV", "SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV"))
 SHOW_VIEW = Predicate(("ADMIN_PRIV", "SHOW_VIEW_PRIV"))
-
-
-class DorisError(GaleneError):
-    """An error Doris sends as `errCode = 2, detailMessage = …` whatever its MySQL code."""
-
-    def mysql_text(self) -> str:
-        return f"errCode = 2, detailMessage = {self.message}"
 
 
 class AccessDenied(DorisError):

@@ -15,7 +15,9 @@ import time
 
 import msgspec
 from aiohttp import web
+from multidict import CIMultiDict
 
+import galene
 from galene.be import two_phase
 from galene.be.load_headers import parse_basic_auth
 from galene.catalog.model import Rowset
@@ -24,7 +26,7 @@ from galene.fe import auth
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
 from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
-from galene.fe.load_routing import LoadRoutingError, redirect_location
+from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
 from galene.net.server import read_json_object, tasks_dump_json, tasks_dump_text
@@ -58,6 +60,20 @@ def password_hash(password: str) -> str:
 # the privilege: Doris' FE REST text, HTTP 403 (Doris answers 200 with this body on its load
 # entry and 401 on its admin routes; 403 tells a client "authenticated, not allowed" apart).
 FORBIDDEN_STATUS = 403
+
+
+def _with_host(request: web.Request):
+    """The request's headers, with a Host. HTTP/1.0 makes Host optional and some clients omit it
+    (doris-stream-load 2.4 switches http.client to HTTP/1.0, which sends none): the redirect
+    then goes by the FE address the client connected to, which is what Host would have named."""
+    if request.headers.get("Host", "").strip():
+        return request.headers
+    sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+    if not sockname:
+        return request.headers
+    headers = CIMultiDict(request.headers)
+    headers["Host"] = host_port_text(sockname[0], sockname[1])
+    return headers
 
 
 async def _no_continue(request: web.Request) -> None:
@@ -97,6 +113,7 @@ class FeHttpApi:
             ),
             web.get("/api/health", self.health),
             web.get("/api/bootstrap", self.health),
+            web.get("/api/fe_version_info", self.fe_version_info),
             web.get("/metrics", self.metrics),
             web.get("/api/_tasks", self.tasks_dump),
             web.get("/dump", self.dump),
@@ -218,7 +235,7 @@ class FeHttpApi:
         try:  # the BE and its endpoint: redirect-policy, group-commit owner, forwarding
             location = redirect_location(
                 self.fe,
-                request.headers,
+                _with_host(request),
                 request.path,
                 request.query_string,
                 self.fe.catalog.table(db, table),
@@ -321,6 +338,27 @@ class FeHttpApi:
                 "count": 0,
             }
         )
+
+    async def fe_version_info(self, request: web.Request) -> web.Response:
+        """GET /api/fe_version_info (ADMIN): Doris' fields, each in its Doris shape; Galene's own
+        version is in the free-text ones (dorisBuildInfo, dorisBuildHash)."""
+        if (refusal := self._admin(request)) is not None:
+            return refusal
+        major, minor, patch = (int(p) for p in galene.DORIS_RELEASE.split("."))
+        info = {
+            "dorisBuildVersionPrefix": "doris",
+            "dorisBuildVersionMajor": major,
+            "dorisBuildVersionMinor": minor,
+            "dorisBuildVersionPatch": patch,
+            "dorisBuildVersionRcVersion": "",
+            "dorisBuildVersion": galene.DORIS_BUILD_VERSION,
+            "dorisBuildHash": f"galene-{galene.__version__}@{galene.DORIS_BUILD_SHORT_HASH}",
+            "dorisBuildShortHash": galene.DORIS_BUILD_SHORT_HASH,
+            "dorisBuildTime": "",
+            "dorisBuildInfo": galene.BUILD_INFO,
+            "dorisJavaCompileVersion": "",
+        }
+        return web.json_response({"msg": "success", "code": 0, "data": {"feVersionInfo": info}, "count": 0})
 
     async def metrics(self, request: web.Request) -> web.Response:
         m = self.fe.metrics

@@ -143,7 +143,7 @@ from galene.sql.limits import check_sql_nesting_depth, nesting_error, recursion_
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_VERSION_COMMENT = f"Doris version doris-4.1.0-galene-{galene.__version__} (Galene)"
+DEFAULT_VERSION_COMMENT = galene.VERSION_COMMENT
 
 # Doris does not support query attributes; without them COM_QUERY/COM_STMT_EXECUTE carry
 # plain parameter blocks.

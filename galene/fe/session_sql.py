@@ -70,7 +70,7 @@ def system_time_zone() -> str:
 
 
 # Kinds: "switch" is a MySQL on/off variable (reads back as 1/0), "bool" a Doris boolean
-# (true/false), "int", "float", "str".
+# (true/false), "int", "float", "str", "sql_mode" (a list of modes, kept as Doris keeps it).
 @dataclass(frozen=True)
 class VariableSpec:
     kind: str
@@ -118,9 +118,12 @@ def _specs(time_zone: str, version: str, version_comment: str) -> dict[str, Vari
         "query_timeout": VariableSpec("int", 900),
         "resource_group": VariableSpec("str", ""),
         "sql_auto_is_null": VariableSpec("switch", 0),
-        "sql_mode": VariableSpec("str", "ONLY_FULL_GROUP_BY"),
+        "sql_mode": VariableSpec("sql_mode", "ONLY_FULL_GROUP_BY"),
         "sql_safe_updates": VariableSpec("int", 0),
         "sql_select_limit": VariableSpec("int", 9223372036854775807),
+        # The server's Unix socket (none): the Rust `mysql` crate (connectorx) reads @@socket on
+        # a loopback connection and keeps TCP when it is empty; an error fails its connect.
+        "socket": VariableSpec("str", "", read_only=True),
         "system_time_zone": VariableSpec("str", time_zone, read_only=True),
         "time_zone": VariableSpec("str", time_zone),
         "transaction_isolation": VariableSpec(
@@ -283,6 +286,8 @@ def coerce_variable(name: str, spec: VariableSpec, value: Any) -> Any:
             raise GaleneError(
                 f"Incorrect argument type to variable '{name}'", ER_WRONG_TYPE_FOR_VAR
             ) from None
+    if spec.kind == "sql_mode":
+        return sql_mode_text(text)
     if spec.kind == "float":
         try:
             return float(value)
@@ -296,6 +301,47 @@ def coerce_variable(name: str, spec: VariableSpec, value: Any) -> Any:
                 return choice
         raise GaleneError(f"Variable '{name}' can't be set to the value of '{text}'", ER_WRONG_VALUE_FOR_VAR)
     return text
+
+
+# Doris' SqlModeHelper: the modes it knows with their bits, and the two that imply others.
+_SQL_MODE_BITS = {
+    "DEFAULT": 1, "PIPES_AS_CONCAT": 1 << 1, "ANSI_QUOTES": 1 << 2, "IGNORE_SPACE": 1 << 3, "NOT_USED": 1 << 4,
+    "ONLY_FULL_GROUP_BY": 1 << 5, "NO_UNSIGNED_SUBTRACTION": 1 << 6, "NO_DIR_IN_CREATE": 1 << 7, "ANSI": 1 << 18,
+    "NO_AUTO_VALUE_ON_ZERO": 1 << 19, "NO_BACKSLASH_ESCAPES": 1 << 20, "STRICT_TRANS_TABLES": 1 << 21,
+    "STRICT_ALL_TABLES": 1 << 22, "NO_ZERO_IN_DATE": 1 << 23, "NO_ZERO_DATE": 1 << 24, "INVALID_DATES": 1 << 25,
+    "ERROR_FOR_DIVISION_BY_ZERO": 1 << 26, "TRADITIONAL": 1 << 27, "HIGH_NOT_PRECEDENCE": 1 << 29,
+    "NO_ENGINE_SUBSTITUTION": 1 << 30, "PAD_CHAR_TO_FULL_LENGTH": 1 << 31, "TIME_TRUNCATE_FRACTIONAL": 1 << 32,
+    "REAL_AS_FLOAT": 1 << 34,
+}  # fmt: skip
+_SQL_MODE_COMBINED = {
+    "ANSI": ("REAL_AS_FLOAT", "PIPES_AS_CONCAT", "ANSI_QUOTES", "IGNORE_SPACE", "ONLY_FULL_GROUP_BY"),
+    "TRADITIONAL": ("STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "NO_ZERO_IN_DATE", "NO_ZERO_DATE",
+                    "ERROR_FOR_DIVISION_BY_ZERO", "NO_ENGINE_SUBSTITUTION"),
+}  # fmt: skip
+
+
+def sql_mode_text(text: str) -> str:
+    """`sql_mode` as Doris stores it: the named modes (or a number of mode bits) of a
+    comma-separated list, ANSI/TRADITIONAL expanded, listed once each in name order; an unknown
+    mode is MySQL's 1231. (`concat(@@sql_mode, ',STRICT_TRANS_TABLES')` from an empty mode
+    starts with a comma: empty items are skipped.)"""
+    bits = 0
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item.isdigit():
+            value = int(item)
+        else:
+            value = _SQL_MODE_BITS.get(item.upper(), 0)
+            if not value:
+                raise GaleneError(f"Variable 'sql_mode' can't be set to the value of '{item}'", ER_WRONG_VALUE_FOR_VAR)
+        for combined, implied in _SQL_MODE_COMBINED.items():
+            if value & _SQL_MODE_BITS[combined]:
+                value |= sum(_SQL_MODE_BITS[m] for m in implied)
+        if value & ~sum(_SQL_MODE_BITS.values()):
+            raise GaleneError(f"Variable 'sql_mode' can't be set to the value of '{item}'", ER_WRONG_VALUE_FOR_VAR)
+        bits |= value
+    return ",".join(name for name in sorted(_SQL_MODE_BITS) if bits & _SQL_MODE_BITS[name])
 
 
 def display_value(value: Any) -> str:
@@ -538,6 +584,14 @@ class SessionSql:
             return self.variables.read(node.name, scope)
         if isinstance(node, exp.Parameter):
             return self.user_variables.get(node.name.lower())
+        if isinstance(node, (exp.Concat, exp.ConcatWs)):
+            # MariaDB Connector/J connects with `sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')`.
+            parts = [self._set_value(e, user_variable=True) for e in node.expressions]
+            if isinstance(node, exp.ConcatWs):
+                if not parts or parts[0] is None:
+                    return None
+                return str(parts[0]).join(display_value(p) for p in parts[1:] if p is not None)
+            return None if any(p is None for p in parts) else "".join(display_value(p) for p in parts)
         raise GaleneError(f"Unsupported value in SET statement: {node.sql(dialect=_MYSQL)}")
 
     # -- SELECT without FROM --------------------------------------------------------------

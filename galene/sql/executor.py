@@ -20,9 +20,16 @@ from datetime import datetime
 
 from sqlglot import exp
 
-from galene import __version__
+from galene import NODE_VERSION
 from galene.catalog.model import Table, UserAccount, account_key, snapshot
-from galene.common.errors import AnalysisError, GaleneError, no_database_selected, unknown_database
+from galene.common.errors import (
+    AnalysisError,
+    GaleneError,
+    bad_database,
+    bad_table,
+    no_database_selected,
+    unknown_database,
+)
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import auth
 from galene.fe import insert as ins
@@ -194,15 +201,36 @@ class SqlExecutor:
         db_name = self._db_name(db, ctx)
         return db_name, self.fe.catalog.table(db_name, name)
 
+    def _shown_db(self, db: str | None, ctx: SessionContext) -> str:
+        """The database a SHOW or DESCRIBE names (Doris' getDbOrAnalysisException: a missing one is
+        ERR_BAD_DB_ERROR, MySQL 1049)."""
+        db_name = self._db_name(db, ctx)
+        if not self.fe.catalog.has_db(db_name):
+            raise bad_database(db_name)
+        return db_name
+
+    def _shown_table(self, db: str | None, name: str, ctx: SessionContext) -> tuple[str, Table]:
+        """The table a SHOW or DESCRIBE names. Doris looks these up with getTableOrAnalysisException
+        / getTableOrDdlException: a missing one is ERR_BAD_TABLE_ERROR (MySQL 1051, "Unknown
+        table 'name'"), where a query's is 1105."""
+        db_name = self._shown_db(db, ctx)
+        try:
+            return db_name, self.fe.catalog.table(db_name, name)
+        except AnalysisError:
+            raise bad_table(name) from None
+
     def _table_or_schema(self, db: str | None, name: str, ctx: SessionContext) -> Table:
-        """A catalog table, or an information_schema table as one (DESC, SHOW COLUMNS)."""
+        """A catalog table, or an information_schema table as one (DESC, SHOW COLUMNS/INDEX)."""
         if infoschema.is_schema(self._db_name(db, ctx)):
-            return infoschema.table_model(name)
-        return self._table(db, name, ctx)[1]
+            try:
+                return infoschema.table_model(name)
+            except AnalysisError:
+                raise bad_table(name) from None
+        return self._shown_table(db, name, ctx)[1]
 
     def _view(self, db: str | None, name: str, ctx: SessionContext):
         """The view `name` (None for a table or an information_schema name)."""
-        db_name = self._db_name(db, ctx)
+        db_name = self._shown_db(db, ctx)
         return None if infoschema.is_schema(db_name) else self.fe.catalog.view(db_name, name)
 
     async def _do_ShowColumns(self, s, ctx):
@@ -229,7 +257,7 @@ class SqlExecutor:
         view = self._view(s.db, s.table, ctx)
         if view is not None:  # Doris answers SHOW CREATE TABLE on a view as SHOW CREATE VIEW
             return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
-        db_name, table = self._table(s.db, s.table, ctx)
+        db_name, table = self._shown_table(s.db, s.table, ctx)
         return StatementResult(
             columns=_cols("Table", "Create Table"), rows=[(table.name, show_create_table(table, db_name))]
         )
@@ -312,7 +340,7 @@ class SqlExecutor:
         db_name = self._db_name(s.db, ctx)
         view = self.fe.catalog.view(db_name, s.name)
         if view is None:
-            self.fe.catalog.table(db_name, s.name)  # Unknown table … when there is nothing at all
+            self._shown_table(db_name, s.name, ctx)  # Unknown table … when there is nothing at all
             raise AnalysisError(f"'{db_name}.{s.name}' is not VIEW")
         return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
 
@@ -345,7 +373,7 @@ class SqlExecutor:
         return StatementResult()
 
     async def _do_ShowCreateMaterializedView(self, s, ctx):
-        db_name, table = self._table(s.db, s.name, ctx)
+        db_name, table = self._shown_table(s.db, s.name, ctx)
         if table.mtmv is None:
             raise AnalysisError(f"'{db_name}.{s.name}' is not MATERIALIZED VIEW")
         return StatementResult(
@@ -498,7 +526,7 @@ class SqlExecutor:
             fe.store.node_name if hasattr(fe.store, "node_name") else f"fe_{fe.host}_{fe.cfg.edit_log_port}",
             fe.host, str(fe.cfg.edit_log_port), str(fe.http_port), str(fe.query_port), str(fe.cfg.rpc_port),
             "-1", "FOLLOWER", "true", str(fe.store.cluster_id), "true", "true", str(fe.store.last_journal_id),
-            _fmt_time(fe.start_time), _fmt_time(time.time()), "true", "", f"galene-{__version__}", "Yes",
+            _fmt_time(fe.start_time), _fmt_time(time.time()), "true", "", NODE_VERSION, "Yes",
         )  # fmt: skip
         return StatementResult(columns=_cols(*names), rows=[row])
 
@@ -520,7 +548,7 @@ class SqlExecutor:
         return StatementResult()
 
     async def _do_ShowTablets(self, s, ctx):
-        _, table = self._table(s.db, s.table, ctx)
+        _, table = self._shown_table(s.db, s.table, ctx)
         rows = self.fe.compaction.show_tablets(table, s.partitions)
         return StatementResult(columns=_cols(*self.fe.compaction.SHOW_TABLETS_COLUMNS), rows=rows)
 
@@ -675,7 +703,7 @@ class SqlExecutor:
         return StatementResult(columns=_cols(*infoschema.INDEX_COLUMNS), rows=show.index_rows(table))
 
     async def _do_ShowPartitions(self, s, ctx):
-        _, table = self._table(s.db, s.table, ctx)
+        _, table = self._shown_table(s.db, s.table, ctx)
         names = infoschema.PARTITIONS_COLUMNS
         rows = _sort_rows(infoschema.partition_rows(table, s.where), s.order, names, "SHOW PARTITIONS")
         rows = rows[: s.limit] if s.limit is not None else rows
@@ -684,7 +712,7 @@ class SqlExecutor:
     async def _do_ShowData(self, s, ctx):
         meta = self.meta_context(ctx)
         if s.table is not None:
-            db_name, table = self._table(s.db, s.table, ctx)
+            db_name, table = self._shown_table(s.db, s.table, ctx)
             names, rows = infoschema.DATA_TABLE_COLUMNS, infoschema.data_rows(meta, db_name, table)
         elif s.db or ctx.database:
             db_name = self._existing_db(s.db, ctx)

@@ -48,7 +48,7 @@ tests/integration/test_doris_functions.py:
 * Integer and decimal literal arithmetic (`SELECT 1 + 1`, `SELECT 5.0 / 3`) → folded here with
   Doris' result types (TINYINT + TINYINT → SMALLINT, INT + INT → BIGINT, decimal p/s rules,
   integer `/` → DOUBLE), so the MySQL result column carries Doris' type.
-* CAST(x AS DATETIME|LARGEINT|VARCHAR|CHAR|TEXT|JSON) → TIMESTAMP_NTZ, DECIMAL(38, 0), STRING.
+* CAST(x AS DATETIME|LARGEINT|UNSIGNED|VARCHAR|CHAR|TEXT|JSON) → TIMESTAMP_NTZ, DECIMAL(38, 0), STRING.
 * Window functions: ROW_NUMBER/RANK/DENSE_RANK/NTILE → CAST(… AS BIGINT) (Doris' type; Spark's
   is INT); FIRST_VALUE/LAST_VALUE(x, ignore_null) with a constant boolean or number → Spark's
   `first_value(x, true)`, or the one-argument form when it is false.
@@ -955,6 +955,7 @@ def _fold_arithmetic(node: exp.Add | exp.Sub | exp.Mul | exp.Div) -> exp.Expr:
 _CAST_TYPES = {
     exp.DType.DATETIME: "TIMESTAMP_NTZ",
     exp.DType.INT128: "DECIMAL(38, 0)",
+    exp.DType.UBIGINT: "DECIMAL(38, 0)",  # CAST(x AS UNSIGNED): Doris' LARGEINT
     exp.DType.VARCHAR: "STRING",
     exp.DType.CHAR: "STRING",
     exp.DType.TEXT: "STRING",

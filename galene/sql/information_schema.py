@@ -995,9 +995,10 @@ def _canonical_columns(names: set[str]) -> dict[str, str]:
 
 
 def _labels(expr: exp.Expr, result_columns: list[str], names: set[str], ctes: set[str]) -> list[str]:
-    """MySQL labels: aliases and expressions as written; columns of information_schema tables
-    read directly (no CTE or subquery in between) by their schema names (`TABLE_NAME`), as
-    MySQL 8 and Doris label them; `*` expands to the schema names."""
+    """MySQL labels: aliases, columns and expressions as written in the query (`select
+    table_name` is labelled `table_name`, as Doris and MySQL 5.7 label it; tools read rows by
+    these names); `*` of information_schema tables read directly (no CTE or subquery in
+    between) expands to the schema names (`TABLE_NAME`)."""
     from galene.sql.translate import _label
 
     canonical = _canonical_columns(names)
@@ -1018,7 +1019,7 @@ def _labels(expr: exp.Expr, result_columns: list[str], names: set[str], ctes: se
         if isinstance(item, exp.Alias):
             labels.append(item.alias)
         elif isinstance(item, exp.Column):
-            labels.append(canonical.get(item.name.lower(), item.name) if direct else item.name)
+            labels.append(item.name)
         else:
             labels.append(_label(item))
     if len(labels) != len(result_columns):

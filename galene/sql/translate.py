@@ -125,10 +125,22 @@ def table_function_call(table: exp.Table) -> tuple[str, dict[str, str], str] | N
     return call.name.lower(), props, call.sql(dialect=Galene)
 
 
+def _is_dual(table: exp.Table) -> bool:
+    """MySQL's DUAL (`SELECT 1 FROM DUAL`): the keyword, not a table; a quoted `dual` is a table."""
+    name = table.this
+    return (
+        isinstance(name, exp.Identifier) and not name.quoted and name.name.lower() == "dual"
+        and not table.db and isinstance(table.parent, exp.From)
+    )  # fmt: skip
+
+
 def _rewrite_table(
     table: exp.Table, resolve_table: ResolveTable, ctes: frozenset[str], views: _ViewExpansion | None = None
 ) -> bool:
     """Point a table reference at its engine view; True when it named a view (expanded)."""
+    if _is_dual(table):
+        table.parent.pop()  # SELECT … FROM DUAL WHERE … is Spark's SELECT … WHERE …
+        return False
     if not isinstance(table.this, exp.Identifier):
         found = table_function_call(table)
         if found is None:

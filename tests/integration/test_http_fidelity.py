@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 
 import httpx
 import pytest
@@ -192,6 +193,56 @@ def test_http10_client_gets_307_from_fe_and_loads_on_be(galene, db, table):
     assert status.startswith("HTTP/1.0 200"), status
     assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 2
     assert _count(galene, db) == 2
+
+
+def test_http10_request_without_host_header_is_redirected(galene, db, table):
+    """HTTP/1.0 makes Host optional: the FE redirects by the address the client reached (what a
+    Host header would name) instead of refusing with "Invalid header host"."""
+    fe = RawHttp(galene.http_port)
+    try:
+        fe.send(_request(f"PUT /api/{db}/t/_stream_load HTTP/1.0", {"Authorization": AUTH, "Content-Length": "0"}))
+        status, resp = fe.read_head()
+    finally:
+        fe.close()
+    assert status.split()[1] == "307", status
+    assert resp["location"].startswith(f"http://root:@127.0.0.1:{galene.be_http_port}/api/{db}/t/_stream_load")
+
+
+# The PyPI client doris-stream-load 2.4, unchanged: it switches http.client to HTTP/1.0 for the
+# whole process when imported (so it runs in a child), then PUTs through requests, which sends no
+# Host header on HTTP/1.0.
+_DORIS_STREAM_LOAD = """
+import json, sys
+from doris_stream_load import stream_load
+port, db = int(sys.argv[1]), sys.argv[2]
+print(json.dumps(stream_load("127.0.0.1", "root", "", port, db, "t", ",").sendData(["1,a", "2,b", "3,\u00e9t\u00e9"])))
+"""
+
+
+def _doris_stream_load(port: int, db: str) -> dict:
+    pytest.importorskip("doris_stream_load", reason="doris-stream-load (PyPI doris_stream_load 2.4) not installed")
+    proc = subprocess.run(
+        [sys.executable, "-c", _DORIS_STREAM_LOAD, str(port), db],
+        check=False, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_doris_stream_load_client_on_the_be(galene, db, table):
+    """Its documented use: `doris_host` is a BE."""
+    reply = _doris_stream_load(galene.be_http_port, db)
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 3, reply
+    assert sorted(galene.query("SELECT k, v FROM t", db)) == [(1, "a"), (2, "b"), (3, "\u00e9t\u00e9")]
+
+
+def test_doris_stream_load_client_through_the_fe(galene, db, table):
+    """Pointed at the FE it is redirected (it was refused: "Invalid header host: "). requests then
+    drops Authorization on the redirect to another port and ignores the credentials of the
+    Location URL, so the BE refuses the load, as Doris' BE would: nothing is loaded."""
+    reply = _doris_stream_load(galene.http_port, db)
+    assert (reply["Status"], reply["Message"]) == ("Fail", "no valid Basic authorization"), reply
+    assert _count(galene, db) == 0
 
 
 # --- Expect: 100-continue -----------------------------------------------------------------

@@ -287,8 +287,8 @@ def test_dbt_doris_queries(state):
         "column",
         "dtype",
         "char_size",
-        "NUMERIC_PRECISION",
-        "NUMERIC_SCALE",
+        "numeric_precision",
+        "numeric_scale",
     ]
     assert columns.rows[:3] == [("id", "bigint", None, 19, 0), ("name", "varchar", 20, None, None),
                                 ("amount", "decimal", None, 10, 2)]  # fmt: skip
@@ -323,7 +323,8 @@ def test_labels_types_and_functions(state):
     assert out.columns == [("COUNT(*)", IS.BIGINT)] and out.rows == [(1,)]
     out = local(state, "select table_name, TABLE_ROWS, create_time from INFORMATION_SCHEMA.Tables where table_schema = database()",
                 database="shop")  # fmt: skip
-    assert [n for n, _ in out.columns] == ["TABLE_NAME", "TABLE_ROWS", "CREATE_TIME"]
+    # Labelled as written (Doris, MySQL 5.7): DorisClient reads rows by `table_name`.
+    assert [n for n, _ in out.columns] == ["table_name", "TABLE_ROWS", "create_time"]
     assert [t.name for _, t in out.columns] == ["VARCHAR", "BIGINT", "DATETIME"]
     assert sorted(out.rows)[1][:2] == ("orders", 10)
     star = local(state, "select * from tables where table_schema = 'other'", database="information_schema")
@@ -338,7 +339,9 @@ def test_labels_types_and_functions(state):
     assert joined.rows == [("orders", 14), ("events", 2)]
     assert local(state, "select user(), connection_id()", connection_id=7) is None  # no table: not ours
     none = local(state, "select table_name from information_schema.tables where 1 = 0")
-    assert none.rows == [] and none.columns[0][0] == "TABLE_NAME"
+    assert none.rows == [] and none.columns[0][0] == "table_name"
+    spelled = local(state, "select Table_Schema, t.table_name from information_schema.TABLES t limit 1")
+    assert [n for n, _ in spelled.columns] == ["Table_Schema", "table_name"]
 
 
 def test_queries_left_to_the_engine(state):
@@ -442,6 +445,31 @@ def test_set_unknown_variable_is_dorises_error_and_doris_variables_are_kept():
     s.handle("SET query_timeout = 60", INFO)
     shown = dict(s.handle("SHOW VARIABLES", INFO).rows)
     assert shown["enable_nereids_planner"] == "true" and shown["query_timeout"] == "60"
+
+
+def test_set_sql_mode_as_connector_j_sends_it():
+    """MariaDB Connector/J's connect statement: a CONCAT over @@sql_mode; Doris keeps the modes
+    as a canonical list (SqlModeHelper) and refuses an unknown one with 1231."""
+    s = _session()
+    s.handle("set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", INFO)
+    assert s.handle("SELECT @@sql_mode, @@autocommit", INFO).rows == [("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES", 1)]
+    s.handle("SET sql_mode = ''", INFO)
+    s.handle("SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')", INFO)
+    assert s.handle("SELECT @@sql_mode", INFO).rows == [("STRICT_TRANS_TABLES",)]
+    s.handle("SET sql_mode = concat_ws(',', 'pipes_as_concat', @@session.sql_mode, 'ansi_quotes')", INFO)
+    assert s.variables.get("sql_mode") == "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_TRANS_TABLES"
+    s.handle("SET @suffix = ',NO_ENGINE_SUBSTITUTION'", INFO)
+    s.handle("SET sql_mode = CONCAT('TRADITIONAL', @suffix)", INFO)
+    assert s.variables.get("sql_mode") == (
+        "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_ALL_TABLES,"
+        "STRICT_TRANS_TABLES,TRADITIONAL"
+    )
+    with pytest.raises(GaleneError) as e:
+        s.handle("SET sql_mode = concat(@@sql_mode, ',NO_SUCH_MODE')", INFO)
+    assert e.value.code == 1231 and e.value.message == "Variable 'sql_mode' can't be set to the value of 'NO_SUCH_MODE'"
+    s.handle("SET @nothing = NULL", INFO)
+    s.handle("SET @joined = concat('a', @nothing)", INFO)  # NULL in, NULL out, as MySQL
+    assert s.handle("SELECT @joined", INFO).rows == [(None,)]
 
 
 def test_show_warnings_and_errors_list_the_last_error():

@@ -159,3 +159,20 @@ def test_translation_does_not_modify_the_input_tree():
     spark(stmt.sql)
     to_spark_sql(stmt.expr, resolve)
     assert stmt.expr.sql() == before
+
+
+def test_from_dual_reads_no_table():
+    """MySQL's DUAL: MariaDB Connector/J's getSchemas() sends `SELECT … FROM DUAL WHERE 1=0`."""
+    out = spark("SELECT '' TABLE_SCHEM, '' TABLE_catalog  FROM DUAL WHERE 1=0")
+    assert " FROM " not in out and "WHERE 1 = 0" in out
+    assert output_labels(parse_statement("SELECT 1 AS a FROM dual").expr) == ["a"]
+    assert " FROM " not in spark("select (select 1 from dual) as x from dual")
+    with pytest.raises(LookupError, match="Unknown table 'dual'"):
+        spark("SELECT * FROM `dual`")  # quoted: a table of that name, as in MySQL
+
+
+def test_cast_as_unsigned_is_doris_largeint():
+    """Doris casts AS UNSIGNED [INTEGER] to LARGEINT (Spark DECIMAL(38, 0)), AS SIGNED to BIGINT;
+    Connector/J's getColumns() sends `CONVERT(…, UNSIGNED INTEGER)`."""
+    out = spark("SELECT CAST(k AS UNSIGNED), CONVERT(k, UNSIGNED INTEGER), CAST(k AS SIGNED INTEGER) FROM t")
+    assert items(out) == ["CAST(k AS DECIMAL(38, 0))", "CAST(k AS DECIMAL(38, 0))", "CAST(k AS BIGINT)"]
