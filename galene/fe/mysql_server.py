@@ -182,7 +182,9 @@ _SQLSTATES = {
     ER_NET_PACKETS_OUT_OF_ORDER: b"08S01",
     ER_NET_READ_INTERRUPTED: b"08S01",
     ER_TOO_MANY_USER_CONNECTIONS: b"42000",
+    1051: b"42S02",  # ERR_BAD_TABLE_ERROR: JDBC's SQLSyntaxErrorException "table not found"
     1054: b"42S22",
+    1146: b"42S02",
     1064: b"42000",
     1065: b"42000",
     1231: b"42000",

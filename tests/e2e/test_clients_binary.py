@@ -286,9 +286,7 @@ def test_mysql2_query_execute_prepare_and_stream(galene, all_types, tmp_path):
 
 
 def _polars_uri(galene, db: str) -> str:
-    # prefer_socket=false: the Rust mysql driver otherwise asks for @@socket first (a session
-    # variable, tested with the session statements); this module is about the binary protocol.
-    return f"mysql://root@127.0.0.1:{galene.query_port}/{db}?prefer_socket=false"
+    return f"mysql://root@127.0.0.1:{galene.query_port}/{db}"
 
 
 @pytest.mark.parametrize("rows", [1_000, 10_000])
@@ -333,10 +331,7 @@ import java.sql.*;
 
 public class PreparedRead {
   public static void main(String[] args) throws Exception {
-    // jdbcCompliantTruncation=false: the driver otherwise sets sql_mode with CONCAT() on connect
-    // (a session statement, not this module's part).
-    String url = "jdbc:mariadb://127.0.0.1:" + args[0] + "/" + args[1]
-        + "?useServerPrepStmts=true&jdbcCompliantTruncation=false";
+    String url = "jdbc:mariadb://127.0.0.1:" + args[0] + "/" + args[1] + "?useServerPrepStmts=true";
     try (Connection c = DriverManager.getConnection(url, "root", "");
          PreparedStatement p = c.prepareStatement("SELECT k, li, t6, d38, li + 0 FROM t WHERE k IN (?, ?) ORDER BY k")) {
       ResultSetMetaData declared = p.getMetaData();
