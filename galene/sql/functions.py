@@ -65,9 +65,11 @@ import functools
 import re
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from galene.common import intcast
 from galene.common.errors import GaleneError
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
@@ -962,6 +964,130 @@ _CAST_TYPES = {
 }
 
 
+def _cast_type(node: exp.DataType) -> exp.DataType:
+    built = exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
+    if node.this == exp.DType.INT128:
+        built.meta["doris_type"] = "LARGEINT"  # the integer CAST below must tell it from DECIMAL
+    return built
+
+
+# --- CAST to an integer type ------------------------------------------------------------
+# Doris' integer rule (galene/common/intcast.py, its one home) spelled in Spark SQL: the engines'
+# own casts differ from Doris and from each other (Spark saturates 1e20 to BIGINT's maximum and
+# reads '.5' as 0; Sail fails the query on CAST('20.50' AS BIGINT) and on any overflow). The
+# rewrite does not know the operand's type, so it dispatches on `typeof` (every branch must
+# type-check for every operand type, hence the explicit CASTs); constants are folded here.
+_INT_CAST_TARGETS = {
+    exp.DType.TINYINT: "TINYINT",
+    exp.DType.SMALLINT: "SMALLINT",
+    exp.DType.INT: "INT",
+    exp.DType.BIGINT: "BIGINT",
+}
+# LARGEINT values the engines compute with are DECIMAL(38, 0): a CAST answers NULL for values
+# beyond 38 digits (Apache Spark cannot hold them; see docs/ARCHITECTURE.md, LARGEINT).
+_LARGEINT_CAST_DIGITS = 38
+
+
+def _integer_target(to: exp.DataType) -> str | None:
+    if to.meta.get("doris_type") == "LARGEINT":
+        return "LARGEINT"
+    return _INT_CAST_TARGETS.get(to.this)
+
+
+def _fold_integer_cast(value: exp.Expr, name: str) -> exp.Expr | None:
+    """CAST of a constant folded with intcast's rule; None when `value` is no constant."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        text = value.name
+    elif (number := _literal_number(value)) is not None:
+        text = format(number[0], "f")
+    else:
+        inner, negative = value, False
+        while isinstance(inner, (exp.Neg, exp.Paren)):
+            negative ^= isinstance(inner, exp.Neg)
+            inner = inner.this
+        if not isinstance(inner, exp.Literal) or inner.is_string:
+            return None
+        text = intcast.plain_number_text(("-" if negative else "") + inner.name)  # a DOUBLE literal
+    values, ok = intcast.parse_int_text(pa.array([text], pa.string()), name)
+    spark_type = _SPARK_INT[name]
+    if not ok[0]:
+        return _cast(exp.Null(), spark_type)
+    result = int(values[0].as_py())
+    if len(str(abs(result))) > _LARGEINT_CAST_DIGITS:
+        return _cast(exp.Null(), spark_type)
+    out = _cast(_num(str(result)), spark_type)
+    out.meta["doris_number"] = (Decimal(result), name, _int_decimal_precision(Decimal(result)), 0)
+    return out
+
+
+_INT_TYPE_NAMES = ("tinyint", "smallint", "int", "bigint")  # Spark's typeof() of each
+
+
+@functools.lru_cache(maxsize=8)
+def _integer_cast_template(name: str) -> str:
+    """The Spark SQL of CAST(__x AS <name>) for an operand of any type.
+
+    Text (a string operand; an integer or decimal operand printed, which both engines do in
+    plain digits, except that Spark prints decimals below 1e-6 in E notation: those truncate
+    to 0) goes through intcast's regular expression: `$1$2` is the canonical integer, checked
+    for length before it is cast (Sail fails a cast of too many digits) and then for range.
+    Doubles are range-checked (NaN first: Spark orders it above every number) and truncated by
+    the engine's cast. Narrower integers are cast as they are; anything else (booleans, dates)
+    is left to the engine's cast.
+    """
+    regex = exp.Literal.string(intcast.INT_TEXT_REGEX).sql(dialect="spark")
+    text = "CAST(__x AS STRING)"
+    canonical = f"regexp_replace({text}, {regex}, '$1$2')"
+    digits = f"regexp_replace({text}, {regex}, '$2')"
+    number = "CAST(__x AS DOUBLE)"
+    if name == "LARGEINT":
+        width = _LARGEINT_CAST_DIGITS
+        target = "DECIMAL(38, 0)"
+        narrower = _INT_TYPE_NAMES
+        from_text = f"CAST({canonical} AS {target})"
+        from_double = (
+            f"CASE WHEN isnan({number}) THEN NULL "
+            f"WHEN abs({number}) < CAST(9223372036854775808 AS DOUBLE) THEN CAST(CAST(__x AS BIGINT) AS {target}) "
+            f"WHEN abs({number}) < 1E38 THEN CAST({number} AS {target}) END"
+        )
+        other = f"CAST(CAST(__x AS BIGINT) AS {target})"  # Sail casts no boolean to a decimal
+    else:
+        lo, hi = intcast.INT_BOUNDS[name]
+        width = intcast.max_digits(name)
+        target = name
+        narrower = _INT_TYPE_NAMES[: _INT_TYPE_NAMES.index(name.lower()) + 1]
+        wide = f"CAST({canonical} AS DECIMAL({width + 1}, 0))"
+        from_text = f"CASE WHEN {wide} BETWEEN {lo} AND {hi} THEN CAST({wide} AS {target}) END"
+        # Doris: trunc(x) must lie in [lo, hi], i.e. lo - 1 < x < hi + 1; where lo - 1 is no
+        # double (BIGINT), x >= lo says the same (no double lies between them).
+        low = f"{number} > CAST({lo - 1} AS DOUBLE)" if float(lo - 1) == lo - 1 else f"{number} >= CAST({lo} AS DOUBLE)"
+        from_double = (
+            f"CASE WHEN NOT isnan({number}) AND {low} AND {number} < CAST({hi + 1} AS DOUBLE) "
+            f"THEN CAST({number} AS {target}) END"
+        )
+        other = f"CAST(__x AS {target})"
+    from_string = (
+        f"CASE WHEN {text} RLIKE {regex} THEN CASE WHEN length({digits}) <= {width} THEN {from_text} END END"
+    )
+    listed = ", ".join(f"'{t}'" for t in narrower)
+    wider = ", ".join(f"'{t}'" for t in _INT_TYPE_NAMES if t not in narrower) or "''"
+    return (
+        f"CASE WHEN typeof(__x) = 'string' THEN {from_string} "
+        f"WHEN typeof(__x) IN ({listed}) THEN CAST(__x AS {target}) "
+        f"WHEN typeof(__x) IN ({wider}) OR typeof(__x) LIKE 'decimal%' "
+        f"THEN CASE WHEN {text} LIKE '%E%' THEN CAST(0 AS {target}) ELSE {from_string} END "
+        f"WHEN typeof(__x) IN ('double', 'float') THEN {from_double} "
+        f"ELSE {other} END"
+    )
+
+
+def _integer_cast(value: exp.Expr, name: str) -> exp.Expr:
+    folded = _fold_integer_cast(value, name)
+    if folded is not None:
+        return folded
+    return _tpl(_integer_cast_template(name), x=value)
+
+
 # --- window functions -------------------------------------------------------------------
 # Doris types ROW_NUMBER/RANK/DENSE_RANK/NTILE as BIGINT (nereids/.../functions/window/*.java,
 # and the "Return Value" of each function's page); Spark's are INT.
@@ -1142,5 +1268,9 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _anonymous(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
-        return exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
+        return _cast_type(node)
+    if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Null):
+        name = _integer_target(node.to)
+        if name is not None:
+            return _integer_cast(node.this, name)
     return node
