@@ -49,6 +49,10 @@ tests/integration/test_doris_functions.py:
   Doris' result types (TINYINT + TINYINT → SMALLINT, INT + INT → BIGINT, decimal p/s rules,
   integer `/` → DOUBLE), so the MySQL result column carries Doris' type.
 * CAST(x AS DATETIME|LARGEINT|VARCHAR|CHAR|TEXT|JSON) → TIMESTAMP_NTZ, DECIMAL(38, 0), STRING.
+* CAST(x AS TINYINT|SMALLINT|INT|BIGINT|LARGEINT) → Doris' integer rule (galene/common/intcast.py:
+  '20.50' → 20, '.5'/'1e3'/'0x10' → NULL, doubles and decimals truncated, overflow → NULL):
+  folded for constants, otherwise a CASE on `typeof(x)` (text through intcast's regular
+  expression, doubles range-checked, narrower integers as they are).
 * Window functions: ROW_NUMBER/RANK/DENSE_RANK/NTILE → CAST(… AS BIGINT) (Doris' type; Spark's
   is INT); FIRST_VALUE/LAST_VALUE(x, ignore_null) with a constant boolean or number → Spark's
   `first_value(x, true)`, or the one-argument form when it is false.
@@ -973,10 +977,10 @@ def _cast_type(node: exp.DataType) -> exp.DataType:
 
 # --- CAST to an integer type ------------------------------------------------------------
 # Doris' integer rule (galene/common/intcast.py, its one home) spelled in Spark SQL: the engines'
-# own casts differ from Doris and from each other (Spark saturates 1e20 to BIGINT's maximum and
-# reads '.5' as 0; Sail fails the query on CAST('20.50' AS BIGINT) and on any overflow). The
-# rewrite does not know the operand's type, so it dispatches on `typeof` (every branch must
-# type-check for every operand type, hence the explicit CASTs); constants are folded here.
+# own casts differ from Doris and from each other (Spark saturates 1e20 to BIGINT's maximum,
+# wraps 300 into TINYINT and reads '.5' as 0; Sail fails the query on CAST('20.50' AS BIGINT)
+# and on any overflow). The rewrite does not know the operand's type, so it dispatches on
+# `typeof` (every branch must type-check for every operand type); constants are folded here.
 _INT_CAST_TARGETS = {
     exp.DType.TINYINT: "TINYINT",
     exp.DType.SMALLINT: "SMALLINT",
@@ -998,6 +1002,8 @@ def _fold_integer_cast(value: exp.Expr, name: str) -> exp.Expr | None:
     """CAST of a constant folded with intcast's rule; None when `value` is no constant."""
     if isinstance(value, exp.Literal) and value.is_string:
         text = value.name
+    elif isinstance(value, exp.Boolean):
+        text = "1" if value.this else "0"
     elif (number := _literal_number(value)) is not None:
         text = format(number[0], "f")
     else:
@@ -1020,64 +1026,51 @@ def _fold_integer_cast(value: exp.Expr, name: str) -> exp.Expr | None:
     return out
 
 
-_INT_TYPE_NAMES = ("tinyint", "smallint", "int", "bigint")  # Spark's typeof() of each
-
-
 @functools.lru_cache(maxsize=8)
 def _integer_cast_template(name: str) -> str:
     """The Spark SQL of CAST(__x AS <name>) for an operand of any type.
 
-    Text (a string operand; an integer or decimal operand printed, which both engines do in
-    plain digits, except that Spark prints decimals below 1e-6 in E notation: those truncate
-    to 0) goes through intcast's regular expression: `$1$2` is the canonical integer, checked
-    for length before it is cast (Sail fails a cast of too many digits) and then for range.
-    Doubles are range-checked (NaN first: Spark orders it above every number) and truncated by
-    the engine's cast. Narrower integers are cast as they are; anything else (booleans, dates)
-    is left to the engine's cast.
+    The operand is only ever read as text (`CAST(__x AS STRING)`, valid for every type on both
+    engines), and every conversion is a TRY_CAST or cannot fail: Spark's analyzer checks every
+    branch against the operand's type (TRY_CAST follows ANSI rules, which refuse DATE → INT),
+    and Sail folds a constant operand through the branches a CASE does not take (a plain CAST
+    there, 'abc' AS DOUBLE, fails the query). Strings go through intcast's regular expression
+    (`$1$2` is the canonical integer); integers' text through TRY_CAST (NULL on overflow);
+    decimals as strings (Spark writes those below 1e-6 in E notation: they truncate to 0);
+    doubles as TRY_CAST of their (round-tripping) text, which truncates and answers NULL on
+    overflow, NaN and infinity, with an explicit upper bound (Spark's TRY_CAST(2^63 AS BIGINT)
+    saturates); booleans 1/0; dates and datetimes their digits (yyyymmdd[hhmmss]) where Doris
+    casts them; anything else NULL.
     """
     regex = exp.Literal.string(intcast.INT_TEXT_REGEX).sql(dialect="spark")
     text = "CAST(__x AS STRING)"
-    canonical = f"regexp_replace({text}, {regex}, '$1$2')"
-    digits = f"regexp_replace({text}, {regex}, '$2')"
-    number = "CAST(__x AS DOUBLE)"
+    number = f"try_cast({text} AS DOUBLE)"
+    target = "DECIMAL(38, 0)" if name == "LARGEINT" else name
+    from_text = f"CASE WHEN {text} RLIKE {regex} THEN try_cast(regexp_replace({text}, {regex}, '$1$2') AS {target}) END"
     if name == "LARGEINT":
-        width = _LARGEINT_CAST_DIGITS
-        target = "DECIMAL(38, 0)"
-        narrower = _INT_TYPE_NAMES
-        from_text = f"CAST({canonical} AS {target})"
+        # Doubles below 2^63 truncate through BIGINT (a decimal cast would round); larger ones
+        # are whole numbers already.
         from_double = (
-            f"CASE WHEN isnan({number}) THEN NULL "
-            f"WHEN abs({number}) < CAST(9223372036854775808 AS DOUBLE) THEN CAST(CAST(__x AS BIGINT) AS {target}) "
-            f"WHEN abs({number}) < 1E38 THEN CAST({number} AS {target}) END"
+            f"CASE WHEN abs({number}) < CAST(9223372036854775808 AS DOUBLE) "
+            f"THEN try_cast(try_cast({number} AS BIGINT) AS {target}) ELSE try_cast({number} AS {target}) END"
         )
-        other = f"CAST(CAST(__x AS BIGINT) AS {target})"  # Sail casts no boolean to a decimal
     else:
-        lo, hi = intcast.INT_BOUNDS[name]
-        width = intcast.max_digits(name)
-        target = name
-        narrower = _INT_TYPE_NAMES[: _INT_TYPE_NAMES.index(name.lower()) + 1]
-        wide = f"CAST({canonical} AS DECIMAL({width + 1}, 0))"
-        from_text = f"CASE WHEN {wide} BETWEEN {lo} AND {hi} THEN CAST({wide} AS {target}) END"
-        # Doris: trunc(x) must lie in [lo, hi], i.e. lo - 1 < x < hi + 1; where lo - 1 is no
-        # double (BIGINT), x >= lo says the same (no double lies between them).
-        low = f"{number} > CAST({lo - 1} AS DOUBLE)" if float(lo - 1) == lo - 1 else f"{number} >= CAST({lo} AS DOUBLE)"
-        from_double = (
-            f"CASE WHEN NOT isnan({number}) AND {low} AND {number} < CAST({hi + 1} AS DOUBLE) "
-            f"THEN CAST({number} AS {target}) END"
-        )
-        other = f"CAST(__x AS {target})"
-    from_string = (
-        f"CASE WHEN {text} RLIKE {regex} THEN CASE WHEN length({digits}) <= {width} THEN {from_text} END END"
-    )
-    listed = ", ".join(f"'{t}'" for t in narrower)
-    wider = ", ".join(f"'{t}'" for t in _INT_TYPE_NAMES if t not in narrower) or "''"
+        hi = intcast.INT_BOUNDS[name][1]
+        from_double = f"CASE WHEN {number} < CAST({hi + 1} AS DOUBLE) THEN try_cast({number} AS {target}) END"
+    digits = f"regexp_replace({text}, '[^0-9]', '')"
+    temporal = ""
+    if name in ("INT", "BIGINT", "LARGEINT"):  # Doris casts a date to INT and wider
+        temporal += f"WHEN typeof(__x) = 'date' THEN try_cast(substring({digits}, 1, 8) AS {target}) "
+    if name in ("BIGINT", "LARGEINT"):  # … and a datetime to BIGINT and wider
+        temporal += f"WHEN typeof(__x) LIKE 'timestamp%' THEN try_cast(substring({digits}, 1, 14) AS {target}) "
     return (
-        f"CASE WHEN typeof(__x) = 'string' THEN {from_string} "
-        f"WHEN typeof(__x) IN ({listed}) THEN CAST(__x AS {target}) "
-        f"WHEN typeof(__x) IN ({wider}) OR typeof(__x) LIKE 'decimal%' "
-        f"THEN CASE WHEN {text} LIKE '%E%' THEN CAST(0 AS {target}) ELSE {from_string} END "
+        f"CASE WHEN typeof(__x) = 'string' THEN {from_text} "
+        f"WHEN typeof(__x) IN ('tinyint', 'smallint', 'int', 'bigint') THEN try_cast({text} AS {target}) "
+        f"WHEN typeof(__x) LIKE 'decimal%' THEN CASE WHEN {text} LIKE '%E%' THEN CAST(0 AS {target}) ELSE {from_text} END "
         f"WHEN typeof(__x) IN ('double', 'float') THEN {from_double} "
-        f"ELSE {other} END"
+        f"WHEN typeof(__x) = 'boolean' THEN CASE {text} WHEN 'true' THEN CAST(1 AS {target}) "
+        f"WHEN 'false' THEN CAST(0 AS {target}) END "
+        f"{temporal}END"
     )
 
 

@@ -400,12 +400,14 @@ def test_integer_casts_of_constants_are_folded_by_dorises_rule(doris, spark_sql)
 
 def test_integer_cast_of_an_expression_dispatches_on_its_type():
     sql = one("CAST(s AS INT)")
-    # Text through the shared regular expression, doubles range-checked (NaN first), narrower
-    # integers as they are, other types (booleans, dates) by the engine's cast.
+    # The operand is read only as text and converted only by TRY_CAST: text through intcast's
+    # regular expression, integers and doubles by TRY_CAST, dates as yyyymmdd.
     assert sql.startswith("CASE WHEN TYPEOF(s) = 'string' THEN CASE WHEN CAST(s AS STRING) RLIKE '^[ ")
-    assert "WHEN TYPEOF(s) IN ('tinyint', 'smallint', 'int') THEN CAST(s AS INT)" in sql
-    assert "WHEN TYPEOF(s) IN ('double', 'float') THEN CASE WHEN NOT ISNAN(CAST(s AS DOUBLE))" in sql
-    assert sql.endswith("ELSE CAST(s AS INT) END")
+    assert "WHEN TYPEOF(s) IN ('tinyint', 'smallint', 'int', 'bigint') THEN TRY_CAST(CAST(s AS STRING) AS INT)" in sql
+    assert "THEN TRY_CAST(TRY_CAST(CAST(s AS STRING) AS DOUBLE) AS INT)" in sql
+    assert "WHEN TYPEOF(s) = 'date' THEN TRY_CAST(SUBSTRING(" in sql
+    assert "CAST(s AS INT)" not in sql and "TYPEOF(s) LIKE 'timestamp%'" not in sql  # no DATETIME → INT in Doris
+    assert "TYPEOF(s) LIKE 'timestamp%'" in one("CAST(s AS BIGINT)")
 
 
 def test_functions_spark_reads_the_same_way_pass_through():
