@@ -79,7 +79,7 @@ def _only(ok: np.ndarray, arr: pa.Array) -> pa.Array:
 
 
 def _wide_type(digits: int) -> pa.DataType:
-    """A decimal type that holds every integer of `digits` digits, and the type's bounds."""
+    """A decimal type that holds every integer of `digits` digits."""
     return pa.decimal128(digits, 0) if digits <= 38 else pa.decimal256(digits, 0)
 
 
