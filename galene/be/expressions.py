@@ -24,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from galene.common import intcast
 from galene.common.errors import LoadError
 from galene.common.types import ColumnType, TypeError_, parse_type
 from galene.sql.dialect import Galene
@@ -943,9 +944,13 @@ def coerce(values: pa.Array, ctype: ColumnType):
         if ctype.name == "DATETIME":
             values = parse.truncate_datetime(values, ctype.precision)
         return parse.Conversion(values, None, None)
-    if ctype.is_integer and pa.types.is_floating(t):
-        # Doris truncates toward zero when a floating value goes into an integer column.
-        values = pc.trunc(values)
+    if ctype.is_integer:
+        # Doris' integer rule for numbers too (truncation toward zero, no saturation).
+        converted = intcast.to_int(values, ctype.name)
+        if converted is not None:
+            out, ok = converted
+            bad = pc.is_valid(values).to_numpy(zero_copy_only=False) & ~ok
+            return parse.Conversion(out, bad if bad.any() else None, None)
     if ctype.name in ("DATE", "DATETIME") and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
         out = pc.cast(values, arrow_type)
         if ctype.name == "DATETIME":
@@ -953,7 +958,7 @@ def coerce(values: pa.Array, ctype: ColumnType):
         return parse.Conversion(out, None, None)
     if pa.types.is_boolean(t) and (ctype.is_numeric or ctype.name == "BOOLEAN"):
         return parse.Conversion(pc.cast(pc.cast(values, pa.int8()), arrow_type), None, None)
-    if ctype.name == "DECIMAL" or ctype.name == "LARGEINT" or pa.types.is_decimal(t):
+    if ctype.name == "DECIMAL" or pa.types.is_decimal(t):
         # Through text: one place (convert_strings) owns Doris' decimal rounding and range rules.
         return parse.convert_strings(pc.cast(values, pa.string()), ctype)
     try:

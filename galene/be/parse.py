@@ -51,8 +51,9 @@ from galene.be.load_options import (
     parse_jsonpaths,
 )
 from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Table
+from galene.common import intcast
 from galene.common.errors import LoadError
-from galene.common.types import INT_BOUNDS, ColumnType
+from galene.common.types import ColumnType
 from galene.storage.rowset import storage_schema
 
 NULL_TEXT = "\\N"
@@ -455,7 +456,7 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
     ):
         null_values.append("")  # empty field -> NULL (non-strict, no string column can be hurt)
     fast_options = pacsv.ConvertOptions(
-        column_types={n: t.type.to_arrow() for n, t in targets.items()},
+        column_types={n: _fast_csv_type(t.type) for n, t in targets.items()},
         null_values=null_values,
         strings_can_be_null=True,
         true_values=["true", "True", "TRUE", "1"],
@@ -463,7 +464,9 @@ def _read_csv(body: bytes, plan: _SourcePlan, opts: LoadOptions, max_error_rows:
         include_columns=[names[i] for i in used] or names[:1],
     )
     # Expressions need every source field as text, and restored placeholders need text too.
-    if not opts.needs_transform and not shape.restore:
+    # Arrow's integer parser also reads hex ("0x1F"), which Doris refuses: such bodies go slow.
+    hex_like = any(t.type.is_integer for t in targets.values()) and (b"0x" in body or b"0X" in body)
+    if not opts.needs_transform and not shape.restore and not hex_like:
         try:
             tbl = read(fast_options)
             typed = _check_fast(tbl, targets)
@@ -571,11 +574,22 @@ def _drop_invalid_utf8(
     return as_text, len(rows), errors
 
 
+def _fast_csv_type(ctype: ColumnType) -> pa.DataType:
+    # LARGEINT is read as text and converted by Doris' rule (`_check_fast`): Arrow's decimal
+    # parser refuses 39-digit values and wraps 2^127 around to -2^127.
+    return pa.string() if ctype.name == "LARGEINT" else ctype.to_arrow()
+
+
 def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array] | None:
     """Fast-path result as final columns, or None when some row needs the slow path's verdict."""
     out = {}
     for name, col in targets.items():
         arr = tbl.column(name)
+        if col.type.name == "LARGEINT":
+            conv = convert_strings(_combined(arr), col.type)
+            if conv.bad is not None:
+                return None
+            arr = conv.values
         if not col.nullable and arr.null_count:
             return None
         if col.type.name in ("CHAR", "VARCHAR") and len(arr):
@@ -974,10 +988,9 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
         text = text.combine_chunks()
     present = _mask(pc.is_valid(text))
     trimmed = pc.utf8_trim_whitespace(text)
-    if name in INT_BOUNDS and name != "LARGEINT":
-        values, ok = _to_int(trimmed, name, arrow_type)
-    elif name == "LARGEINT":
-        values, ok = _to_decimal(trimmed, 38, 0, arrow_type)
+    if ctype.is_integer:
+        # Doris' integer rule (its own whitespace set, the fractional suffix): galene.common.intcast.
+        values, ok = intcast.parse_int_text(text, name)
     elif name in ("FLOAT", "DOUBLE"):
         values, ok = _to_float(trimmed, arrow_type)
     elif name == "DECIMAL":
@@ -1003,8 +1016,12 @@ def _quick_cast(text, ctype: ColumnType, arrow_type: pa.DataType):
     clean column costs one cast; the mask-building converters run only for columns with a
     value Arrow refuses.
     """
-    if ctype.name == "BOOLEAN":
-        return None  # Arrow's bool cast has its own idea of true/false spellings
+    if ctype.name in ("BOOLEAN", "LARGEINT"):
+        # Arrow's bool cast has its own idea of true/false spellings; its decimal cast refuses
+        # LARGEINT's 39-digit values and wraps 2^127 around to -2^127.
+        return None
+    if ctype.is_integer and _has_hex(text):
+        return None
     try:
         values = pc.cast(text, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -1014,29 +1031,9 @@ def _quick_cast(text, ctype: ColumnType, arrow_type: pa.DataType):
     return values
 
 
-def _to_int(text: pa.Array, name: str, arrow_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
-    lo, hi = INT_BOUNDS[name]
-    shape_ok = _mask(pc.match_substring_regex(text, r"^[+-]?[0-9]+$"))
-    unsigned = pc.replace_substring_regex(text, r"^\+", "")
-    digits = pc.utf8_length(pc.replace_substring_regex(unsigned, r"^-?0*", "")).to_numpy(zero_copy_only=False)
-    digits = np.nan_to_num(digits.astype(np.float64), nan=0).astype(np.int64)
-    small = shape_ok & (digits <= 18)
-    as64 = pc.cast(_only(small, unsigned), pa.int64())
-    ok = small & _mask(pc.and_(pc.greater_equal(as64, lo), pc.less_equal(as64, hi)))
-    if name == "BIGINT":
-        big = shape_ok & (digits > 18) & (digits <= 38)
-        if big.any():
-            dec = pc.cast(_only(big, unsigned), pa.decimal128(38, 0))
-            big_ok = big & _mask(
-                pc.and_(
-                    pc.greater_equal(dec, pa.scalar(Decimal(lo), pa.decimal128(38, 0))),
-                    pc.less_equal(dec, pa.scalar(Decimal(hi), pa.decimal128(38, 0))),
-                )
-            )
-            as64 = pc.if_else(pa.array(big_ok), pc.cast(_only(big_ok, dec), pa.int64()), as64)
-            ok = ok | big_ok
-    values = pc.cast(_only(ok, as64), arrow_type)
-    return values, ok
+def _has_hex(text) -> bool:
+    """Whether a value might be hex ("0x1F"): Arrow's integer parser reads it, Doris' does not."""
+    return bool(len(text)) and pc.any(pc.match_substring(text, "x", ignore_case=True)).as_py() is True
 
 
 _FLOAT_RE = r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$"

@@ -37,7 +37,8 @@ _ALIASES = {
     "REAL": "DOUBLE",
 }
 
-# Bounds used by range checks on the ingest path.
+# Bounds used by range checks (galene.common.intcast): two's complement, LARGEINT included
+# (Doris 4 accepts -2^127, whatever its documentation says).
 INT_BOUNDS = {
     "TINYINT": (-(2**7), 2**7 - 1),
     "SMALLINT": (-(2**15), 2**15 - 1),
@@ -115,7 +116,10 @@ _ARROW = {
     "SMALLINT": lambda t: pa.int16(),
     "INT": lambda t: pa.int32(),
     "BIGINT": lambda t: pa.int64(),
-    # Spark has no 128-bit integer; decimal(38,0) holds every LARGEINT but the extreme ends.
+    # Spark has no 128-bit integer. decimal128's 128-bit unscaled value holds every int128,
+    # including the 39-digit ones past precision 38 (galene.common.intcast writes them); Sail
+    # reads, compares and orders all of them, Apache Spark only those of up to 38 digits
+    # (docs/ARCHITECTURE.md, "Integer conversions and LARGEINT").
     "LARGEINT": lambda t: pa.decimal128(38, 0),
     "FLOAT": lambda t: pa.float32(),
     "DOUBLE": lambda t: pa.float64(),

@@ -31,7 +31,9 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from galene.catalog.model import Table
+from galene.common import intcast
 from galene.common.errors import AnalysisError, GaleneError
+from galene.common.types import ColumnType
 from galene.net.deadline import DeadlineExceeded
 
 INTERNAL_PASSWORD_PREFIX = "galene-internal:"
@@ -111,15 +113,35 @@ def _literal_text(e: exp.Expr) -> str | None:
     raise _NotLiteral
 
 
-def literal_values_table(values: list[list[exp.Expr]], names: list[str]) -> pa.Table | None:
-    """VALUES rows made only of literals as an all-string Arrow table; None if any is an expression."""
+def literal_values_table(
+    values: list[list[exp.Expr]], names: list[str], types: list[ColumnType] | None = None
+) -> pa.Table | None:
+    """VALUES rows made only of literals as an all-string Arrow table; None if any is an expression.
+
+    A number with an exponent (`1.5e3`, or a DOUBLE parameter 1e16 that a prepared statement
+    substituted as `1e+16`) bound for an integer column of `types` is spelled out (`1500`): Doris
+    casts such a DOUBLE literal by truncation, while its text rule refuses exponents (which it
+    does for the string '1e3'). galene.common.intcast owns both rules.
+    """
     try:
         columns = [[_literal_text(row[i]) for row in values] for i in range(len(names))]
     except _NotLiteral:
         return None
+    for i, ctype in enumerate(types or []):
+        if ctype.is_integer:
+            columns[i] = [
+                intcast.plain_number_text(text) if text is not None and _is_number(row[i]) else text
+                for row, text in zip(values, columns[i])
+            ]
     return pa.table({f"c{i}": pa.array(col, pa.string()) for i, col in enumerate(columns)}).rename_columns(
         names
     )
+
+
+def _is_number(e: exp.Expr) -> bool:
+    while isinstance(e, (exp.Paren, exp.Neg)):
+        e = e.this
+    return isinstance(e, exp.Literal) and not e.is_string
 
 
 def values_select(values: list[list[exp.Expr]]) -> exp.Query:

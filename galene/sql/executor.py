@@ -820,7 +820,7 @@ class SqlExecutor:
             raise GaleneError("group_commit can only be [async_mode, sync_mode, off_mode]")
         assert s.values is not None
         ins.check_value_count(s.values, len(names))
-        rows = ins.literal_values_table(s.values, names)
+        rows = ins.literal_values_table(s.values, names, [table.column(n).type for n in names])
         if rows is None:  # expressions among the values: Spark evaluates them
             out = await self._run_query(ins.values_select(s.values), ctx)
             rows = out.table.rename_columns(names)

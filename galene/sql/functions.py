@@ -49,6 +49,10 @@ tests/integration/test_doris_functions.py:
   Doris' result types (TINYINT + TINYINT → SMALLINT, INT + INT → BIGINT, decimal p/s rules,
   integer `/` → DOUBLE), so the MySQL result column carries Doris' type.
 * CAST(x AS DATETIME|LARGEINT|UNSIGNED|VARCHAR|CHAR|TEXT|JSON) → TIMESTAMP_NTZ, DECIMAL(38, 0), STRING.
+* CAST(x AS TINYINT|SMALLINT|INT|BIGINT|LARGEINT) → Doris' integer rule (galene/common/intcast.py:
+  '20.50' → 20, '.5'/'1e3'/'0x10' → NULL, doubles and decimals truncated, overflow → NULL):
+  folded for constants, otherwise a CASE on `typeof(x)` (text through intcast's regular
+  expression, doubles range-checked, narrower integers as they are).
 * Window functions: ROW_NUMBER/RANK/DENSE_RANK/NTILE → CAST(… AS BIGINT) (Doris' type; Spark's
   is INT); FIRST_VALUE/LAST_VALUE(x, ignore_null) with a constant boolean or number → Spark's
   `first_value(x, true)`, or the one-argument form when it is false.
@@ -65,9 +69,11 @@ import functools
 import re
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from galene.common import intcast
 from galene.common.errors import GaleneError
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
@@ -963,6 +969,119 @@ _CAST_TYPES = {
 }
 
 
+def _cast_type(node: exp.DataType) -> exp.DataType:
+    built = exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
+    if node.this == exp.DType.INT128:
+        built.meta["doris_type"] = "LARGEINT"  # the integer CAST below must tell it from DECIMAL
+    return built
+
+
+# --- CAST to an integer type ------------------------------------------------------------
+# Doris' integer rule (galene/common/intcast.py, its one home) spelled in Spark SQL: the engines'
+# own casts differ from Doris and from each other (Spark saturates 1e20 to BIGINT's maximum,
+# wraps 300 into TINYINT and reads '.5' as 0; Sail fails the query on CAST('20.50' AS BIGINT)
+# and on any overflow). The rewrite does not know the operand's type, so it dispatches on
+# `typeof` (every branch must type-check for every operand type); constants are folded here.
+_INT_CAST_TARGETS = {
+    exp.DType.TINYINT: "TINYINT",
+    exp.DType.SMALLINT: "SMALLINT",
+    exp.DType.INT: "INT",
+    exp.DType.BIGINT: "BIGINT",
+}
+# LARGEINT values the engines compute with are DECIMAL(38, 0): a CAST answers NULL for values
+# beyond 38 digits (Apache Spark cannot hold them; see docs/ARCHITECTURE.md, LARGEINT).
+_LARGEINT_CAST_DIGITS = 38
+
+
+def _integer_target(to: exp.DataType) -> str | None:
+    if to.meta.get("doris_type") == "LARGEINT":
+        return "LARGEINT"
+    return _INT_CAST_TARGETS.get(to.this)
+
+
+def _fold_integer_cast(value: exp.Expr, name: str) -> exp.Expr | None:
+    """CAST of a constant folded with intcast's rule; None when `value` is no constant."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        text = value.name
+    elif isinstance(value, exp.Boolean):
+        text = "1" if value.this else "0"
+    elif (number := _literal_number(value)) is not None:
+        text = format(number[0], "f")
+    else:
+        inner, negative = value, False
+        while isinstance(inner, (exp.Neg, exp.Paren)):
+            negative ^= isinstance(inner, exp.Neg)
+            inner = inner.this
+        if not isinstance(inner, exp.Literal) or inner.is_string:
+            return None
+        text = intcast.plain_number_text(("-" if negative else "") + inner.name)  # a DOUBLE literal
+    values, ok = intcast.parse_int_text(pa.array([text], pa.string()), name)
+    spark_type = _SPARK_INT[name]
+    if not ok[0]:
+        return _cast(exp.Null(), spark_type)
+    result = int(values[0].as_py())
+    if len(str(abs(result))) > _LARGEINT_CAST_DIGITS:
+        return _cast(exp.Null(), spark_type)
+    out = _cast(_num(str(result)), spark_type)
+    out.meta["doris_number"] = (Decimal(result), name, _int_decimal_precision(Decimal(result)), 0)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _integer_cast_template(name: str) -> str:
+    """The Spark SQL of CAST(__x AS <name>) for an operand of any type.
+
+    The operand is only ever read as text (`CAST(__x AS STRING)`, valid for every type on both
+    engines), and every conversion is a TRY_CAST or cannot fail: Spark's analyzer checks every
+    branch against the operand's type (TRY_CAST follows ANSI rules, which refuse DATE → INT),
+    and Sail folds a constant operand through the branches a CASE does not take (a plain CAST
+    there, 'abc' AS DOUBLE, fails the query). Strings go through intcast's regular expression
+    (`$1$2` is the canonical integer); integers' text through TRY_CAST (NULL on overflow);
+    decimals as strings (Spark writes those below 1e-6 in E notation: they truncate to 0);
+    doubles as TRY_CAST of their (round-tripping) text, which truncates and answers NULL on
+    overflow, NaN and infinity, with an explicit upper bound (Spark's TRY_CAST(2^63 AS BIGINT)
+    saturates); booleans 1/0; dates and datetimes their digits (yyyymmdd[hhmmss]) where Doris
+    casts them; anything else NULL.
+    """
+    regex = exp.Literal.string(intcast.INT_TEXT_REGEX).sql(dialect="spark")
+    text = "CAST(__x AS STRING)"
+    number = f"try_cast({text} AS DOUBLE)"
+    target = "DECIMAL(38, 0)" if name == "LARGEINT" else name
+    from_text = f"CASE WHEN {text} RLIKE {regex} THEN try_cast(regexp_replace({text}, {regex}, '$1$2') AS {target}) END"
+    if name == "LARGEINT":
+        # Doubles below 2^63 truncate through BIGINT (a decimal cast would round); larger ones
+        # are whole numbers already.
+        from_double = (
+            f"CASE WHEN abs({number}) < CAST(9223372036854775808 AS DOUBLE) "
+            f"THEN try_cast(try_cast({number} AS BIGINT) AS {target}) ELSE try_cast({number} AS {target}) END"
+        )
+    else:
+        hi = intcast.INT_BOUNDS[name][1]
+        from_double = f"CASE WHEN {number} < CAST({hi + 1} AS DOUBLE) THEN try_cast({number} AS {target}) END"
+    digits = f"regexp_replace({text}, '[^0-9]', '')"
+    temporal = ""
+    if name in ("INT", "BIGINT", "LARGEINT"):  # Doris casts a date to INT and wider
+        temporal += f"WHEN typeof(__x) = 'date' THEN try_cast(substring({digits}, 1, 8) AS {target}) "
+    if name in ("BIGINT", "LARGEINT"):  # … and a datetime to BIGINT and wider
+        temporal += f"WHEN typeof(__x) LIKE 'timestamp%' THEN try_cast(substring({digits}, 1, 14) AS {target}) "
+    return (
+        f"CASE WHEN typeof(__x) = 'string' THEN {from_text} "
+        f"WHEN typeof(__x) IN ('tinyint', 'smallint', 'int', 'bigint') THEN try_cast({text} AS {target}) "
+        f"WHEN typeof(__x) LIKE 'decimal%' THEN CASE WHEN {text} LIKE '%E%' THEN CAST(0 AS {target}) ELSE {from_text} END "
+        f"WHEN typeof(__x) IN ('double', 'float') THEN {from_double} "
+        f"WHEN typeof(__x) = 'boolean' THEN CASE {text} WHEN 'true' THEN CAST(1 AS {target}) "
+        f"WHEN 'false' THEN CAST(0 AS {target}) END "
+        f"{temporal}END"
+    )
+
+
+def _integer_cast(value: exp.Expr, name: str) -> exp.Expr:
+    folded = _fold_integer_cast(value, name)
+    if folded is not None:
+        return folded
+    return _tpl(_integer_cast_template(name), x=value)
+
+
 # --- window functions -------------------------------------------------------------------
 # Doris types ROW_NUMBER/RANK/DENSE_RANK/NTILE as BIGINT (nereids/.../functions/window/*.java,
 # and the "Return Value" of each function's page); Spark's are INT.
@@ -1143,5 +1262,9 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _anonymous(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
-        return exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
+        return _cast_type(node)
+    if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Null):
+        name = _integer_target(node.to)
+        if name is not None:
+            return _integer_cast(node.this, name)
     return node

@@ -368,8 +368,46 @@ def test_literal_arithmetic_is_folded_with_doris_types(doris, spark_sql):
 def test_cast_types():
     assert one("CAST(a AS DATETIME)") == "CAST(a AS TIMESTAMP_NTZ)"
     assert one("CAST(a AS VARCHAR(10))") == "CAST(a AS STRING)"
-    assert one("CAST(a AS LARGEINT)") == "CAST(a AS DECIMAL(38, 0))"
     assert one("CAST(a AS JSON)") == "CAST(a AS STRING)"
+    # LARGEINT is DECIMAL(38, 0) to the engines, through Doris' integer rule (below).
+    largeint = one("CAST(a AS LARGEINT)")
+    assert largeint.startswith("CASE WHEN TYPEOF(a) = 'string' THEN") and "DECIMAL(38, 0)" in largeint
+    assert one("CAST(a AS DECIMAL(38, 0))") == "CAST(a AS DECIMAL(38, 0))"
+
+
+@pytest.mark.parametrize(
+    ("doris", "spark_sql"),
+    [
+        # Constants are folded by galene.common.intcast's rule (Doris' string_to_int, truncation).
+        ("CAST('20.50' AS BIGINT)", "CAST(20 AS BIGINT)"),
+        ("CAST(' -3.9 ' AS INT)", "CAST(-3 AS INT)"),
+        ("CAST('.5' AS INT)", "CAST(NULL AS INT)"),
+        ("CAST('1e3' AS INT)", "CAST(NULL AS INT)"),
+        ("CAST('128' AS TINYINT)", "CAST(NULL AS TINYINT)"),
+        ("CAST(20.59 AS BIGINT)", "CAST(20 AS BIGINT)"),
+        ("CAST(-0.5 AS SMALLINT)", "CAST(0 AS SMALLINT)"),
+        ("CAST(1.5e3 AS INT)", "CAST(1500 AS INT)"),
+        ("CAST(1e20 AS BIGINT)", "CAST(NULL AS BIGINT)"),
+        ("CAST(300 AS TINYINT)", "CAST(NULL AS TINYINT)"),
+        ("CAST('42' AS LARGEINT)", "CAST(42 AS DECIMAL(38, 0))"),
+        ("CAST(NULL AS INT)", "CAST(NULL AS INT)"),
+        ("CAST(1 + 1 AS TINYINT)", "CAST(2 AS TINYINT)"),
+    ],
+)
+def test_integer_casts_of_constants_are_folded_by_dorises_rule(doris, spark_sql):
+    assert one(doris) == spark_sql
+
+
+def test_integer_cast_of_an_expression_dispatches_on_its_type():
+    sql = one("CAST(s AS INT)")
+    # The operand is read only as text and converted only by TRY_CAST: text through intcast's
+    # regular expression, integers and doubles by TRY_CAST, dates as yyyymmdd.
+    assert sql.startswith("CASE WHEN TYPEOF(s) = 'string' THEN CASE WHEN CAST(s AS STRING) RLIKE '^[ ")
+    assert "WHEN TYPEOF(s) IN ('tinyint', 'smallint', 'int', 'bigint') THEN TRY_CAST(CAST(s AS STRING) AS INT)" in sql
+    assert "THEN TRY_CAST(TRY_CAST(CAST(s AS STRING) AS DOUBLE) AS INT)" in sql
+    assert "WHEN TYPEOF(s) = 'date' THEN TRY_CAST(SUBSTRING(" in sql
+    assert "CAST(s AS INT)" not in sql and "TYPEOF(s) LIKE 'timestamp%'" not in sql  # no DATETIME → INT in Doris
+    assert "TYPEOF(s) LIKE 'timestamp%'" in one("CAST(s AS BIGINT)")
 
 
 def test_functions_spark_reads_the_same_way_pass_through():

@@ -149,6 +149,28 @@ def test_bigint_edges():
     assert batch.num_filtered == 1
 
 
+def test_integers_take_dorises_fractional_suffix_and_refuse_hex():
+    # galene.common.intcast: '20.50' truncates; Arrow's own parser (the CSV fast path) reads
+    # 0x10 as 16, Doris' does not read it.
+    table = make_table([col("k", "int"), col("b", "bigint")])
+    batch = parse_body(b"1,20.50\n2, -3.9 \n3,3.\n", table, csv_opts(strict_mode=True))
+    assert rows(batch) == [{"k": 1, "b": 20}, {"k": 2, "b": -3}, {"k": 3, "b": 3}]
+    batch = parse_body(b"1,0x10\n2,42\n", table, csv_opts(strict_mode=True))
+    assert rows(batch) == [{"k": 2, "b": 42}]
+    assert "src value is 0x10" in batch.errors[0].reason
+
+
+def test_largeint_takes_the_whole_int128_range():
+    table = make_table([col("k", "int"), col("v", "largeint")])
+    top, bottom = 2**127 - 1, -(2**127)
+    body = f"1,{top}\n2,{bottom}\n3,{top + 1}\n4,{bottom - 1}\n".encode()
+    batch = parse_body(body, table, csv_opts(strict_mode=True))
+    assert [(r["k"], int(r["v"])) for r in rows(batch)] == [(1, top), (2, bottom)]
+    assert batch.num_filtered == 2  # 2^127 once wrapped around to -2^127 through Arrow's cast
+    lenient = parse_body(body, table, csv_opts())
+    assert [None if v is None else int(v) for v in lenient.data.column("v").to_pylist()] == [top, bottom, None, None]
+
+
 def test_decimal_rounds_extra_fraction_and_filters_too_many_integer_digits():
     table = make_table([col("k", "int"), col("d", "decimal(5,2)")])
     body = b"1,1.5\n2,1.555\n3,-1.005\n4,999.994\n5,999.995\n6,1234.5\n7,.5\n8,1.2.3\n"
