@@ -205,7 +205,7 @@ const fields = (fs) => fs.map((f) => [f.name, f.columnType, f.decimals]);
   // The key as a BigInt (bound as a string): a JS number is bound as a DOUBLE, and INSERT
   // VALUES (7.0) into an INT column is refused by the insert path (not the protocol's part).
   await conn.execute('INSERT INTO p VALUES (?, ?, ?, ?, ?, ?, ?)',
-    [7n, 'x✓', 2.5, null, '2024-01-02 03:04:05.678901', '123456789012345678901234567890123', true]);
+    [7, 'x✓', 2.5, null, '2024-01-02 03:04:05.678901', '123456789012345678901234567890123', true]);
   [rows] = await conn.execute('SELECT * FROM p WHERE k = ?', [7]);
   out.params = plain(rows);
   // 100k rows streamed through the callback API: counted as they arrive, never held.

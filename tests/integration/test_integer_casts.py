@@ -342,6 +342,16 @@ def test_largeint_whole_range_reads_compares_and_orders_on_sail(galene_on_sail):
     assert node.query(f"SELECT k FROM l WHERE v > {10**38 - 1} ORDER BY k", db) == [(1,), (4,), (6,)]
     assert node.query("SELECT k FROM l WHERE v < 0 ORDER BY k", db) == [(2,), (5,), (7,)]
     assert [int(x) for x in node.query("SELECT max(v), min(v) FROM l", db)[0]] == [MAX, MIN]
+    # The binary protocol too (a prepared SELECT; 39 digits, past Python's 28-digit decimals).
+    import mysql.connector
+
+    conn = mysql.connector.connect(host="127.0.0.1", port=node.query_port, user="root", database=db)
+    try:
+        cur = conn.cursor(prepared=True)
+        cur.execute("SELECT k, v FROM l WHERE k IN (?, ?) ORDER BY k", (1, 2))
+        assert [(k, int(v)) for k, v in cur.fetchall()] == [(1, MAX), (2, MIN)]
+    finally:
+        conn.close()
     node.query(f"DROP DATABASE {db}")
 
 
