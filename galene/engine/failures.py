@@ -106,6 +106,12 @@ def query_failure(
             f"[MEM_LIMIT_EXCEEDED]the query ran out of memory in {where}{again}: {_first_sentence(short_message(e))}"
         )
     message = short_message(e)
+    if "NUMERIC_VALUE_OUT_OF_RANGE" in text and "Decimal(38, 0)" in text:
+        # The one known way a stored value cannot be read (docs/ARCHITECTURE.md, LARGEINT).
+        message += (
+            " (a LARGEINT of 39 digits, |v| >= 10^38: Apache Spark reads LARGEINT as DECIMAL(38, 0);"
+            " the Sail engine reads its whole range)"
+        )
     if retried:
         message += " (the query was run again without broadcast joins)"
     return GaleneError(message)

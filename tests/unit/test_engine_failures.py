@@ -73,3 +73,15 @@ def test_a_failed_task_is_told_by_its_own_error():
 
 def test_a_long_message_is_cut():
     assert len(short_message(RuntimeError("x" * 5000))) == 500
+
+
+def test_a_largeint_past_38_digits_on_spark_names_the_limit():
+    text = (
+        "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  170141183460469231731687303715884105727 cannot be "
+        'represented as Decimal(38, 0). If necessary set "spark.sql.ansi.enabled" to "false" to bypass this '
+        "error, and return NULL instead. SQLSTATE: 22003\n\tat org.apache.spark.sql.errors...\n"
+    )
+    message = query_failure(RuntimeError(text), "Spark").mysql_text()
+    assert "cannot be represented as Decimal(38, 0)" in message
+    assert "LARGEINT of 39 digits" in message and "Sail" in message
+    assert "\tat " not in message
