@@ -65,8 +65,10 @@ FORBIDDEN_STATUS = 403
 def _with_host(request: web.Request):
     """The request's headers, with a Host. HTTP/1.0 makes Host optional and some clients omit it
     (doris-stream-load 2.4 switches http.client to HTTP/1.0, which sends none): the redirect
-    then goes by the FE address the client connected to, which is what Host would have named."""
-    if request.headers.get("Host", "").strip():
+    then goes by the FE address the client connected to, which is what Host would have named.
+    A Host header that is present but empty is the client's word and is judged as Doris does
+    ("Invalid header host: ")."""
+    if "Host" in request.headers:
         return request.headers
     sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
     if not sockname:

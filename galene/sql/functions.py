@@ -971,7 +971,7 @@ _CAST_TYPES = {
 
 def _cast_type(node: exp.DataType) -> exp.DataType:
     built = exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
-    if node.this == exp.DType.INT128:
+    if node.this in (exp.DType.INT128, exp.DType.UBIGINT):  # LARGEINT, and AS UNSIGNED (Doris: LARGEINT)
         built.meta["doris_type"] = "LARGEINT"  # the integer CAST below must tell it from DECIMAL
     return built
 
