@@ -110,7 +110,7 @@ class Config:
     compaction_scheduler_interval_ms: int = 5000
     # Galene: a DUPLICATE compaction whose input rowsets hold at most this many MB (UNIQUE: a
     # quarter of it, held whole for the merge) and were written with the table's current schema
-    # is merged by a BE with pyarrow (engine/local_merge.py), not by an engine job: an engine job
+    # is merged by a BE with pyarrow (load/local_merge.py), not by an engine job: an engine job
     # costs 1-2 s of CPU whatever its size, which a table fed by group commit (a rowset a second)
     # paid every few seconds. 0: always the engine. A BE refuses runs over its own value.
     compaction_local_max_mb: int = 64

@@ -12,7 +12,7 @@ authentication is off by default), `show` and `run_status` ask for no password; 
 changes data layout, so it takes an ADMIN/NODE account (the BE's admin guard).
 
 `POST /api/_internal/compaction/merge` (cluster token only) is the FE's: it has this BE merge
-a small compaction run with pyarrow (`engine/local_merge.py`) — the data rows are read and
+a small compaction run with pyarrow (`load/local_merge.py`) — the data rows are read and
 written here, on the data path, and only the new rowsets' descriptions go back to the FE,
 which commits them. Bounded by the FE's `compaction_local_max_mb`, and by this BE's own
 `compaction_local_max_mb` (a run above it is refused: the FE then uses its engine).
@@ -62,7 +62,7 @@ MERGE_REQUEST_MAX_BYTES = 64 << 20
 
 
 async def _merge(be, request: web.Request) -> web.Response:
-    from galene.engine import local_merge as lm
+    from galene.load import local_merge as lm
 
     token = request.headers.get(TOKEN_HEADER, "")
     if not be.token or token != be.token:

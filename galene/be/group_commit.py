@@ -44,13 +44,13 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from galene.be.batch_parse import BATCH_PARSE_MAX_BODY, batch_key
-from galene.be.body_bounds import BodyLimits
+from galene.load.batch import BATCH_PARSE_MAX_BODY, batch_key
+from galene.load.bounds import BodyLimits
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
-from galene.be.load_headers import GROUP_COMMIT_MODES, LoadHeaders
-from galene.be.load_options import LoadOptions
-from galene.be.parse import ParsedBatch, parse_body
-from galene.be.routing import route_rows
+from galene.load.headers import GROUP_COMMIT_MODES, LoadHeaders
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch, parse_body
+from galene.load.routing import route_rows
 from galene.be.stream_load import (
     TOO_MANY_FILTERED,
     StreamLoadReply,

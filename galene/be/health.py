@@ -32,9 +32,9 @@ import time
 
 from aiohttp import web
 
-from galene.be.load_options import LoadOptions
-from galene.be.parse import parse_body
-from galene.be.routing import route_rows
+from galene.load.options import LoadOptions
+from galene.load.parse import parse_body
+from galene.load.routing import route_rows
 from galene.be.stream_load import storage_answer
 from galene.be.wal import encode_record, list_wal_files
 from galene.catalog.model import Column, Partition, Table

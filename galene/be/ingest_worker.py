@@ -420,7 +420,7 @@ class _Worker:
         (returned, answered once durable); memory loads are answered here, their rows sent
         ahead of their answers; with `echo` (a replicated group) the rows of a WAL write are
         sent too, once durable and ahead of the answers, so the BE can copy them to peers."""
-        from galene.be.batch_parse import parse_lane_loads
+        from galene.load.batch import parse_lane_loads
 
         writes: list[tuple] = []
         for (key_id, wal_path, label, echo), loads in lanes.items():

@@ -2,7 +2,7 @@
 
 Flow (as in Doris): begin a transaction at the FE under the label (so a reused label is
 answered before any data is read), read the body within `streaming_load_max_mb`, parse and
-convert it with Arrow (`galene.be.parse`), route rows to tablets, write Parquet rowsets,
+convert it with Arrow (`galene.load.parse`), route rows to tablets, write Parquet rowsets,
 check `max_filter_ratio`, then ask the FE to commit. Any failure after begin aborts the
 transaction and deletes the files written, so nothing partial ever becomes visible.
 
@@ -28,11 +28,11 @@ import aiohttp
 import msgspec
 import pyarrow as pa
 
-from galene.be.body_bounds import BodyLimits, body_too_big, inflate, line_too_long
-from galene.be.load_headers import read_load_headers
-from galene.be.load_options import COMPRESS_CODECS, LoadOptions
-from galene.be.parse import ParsedBatch, RowError, parse_body
-from galene.be.routing import dedup_last_per_key, route_rows
+from galene.load.bounds import BodyLimits, body_too_big, inflate, line_too_long
+from galene.load.headers import read_load_headers
+from galene.load.options import COMPRESS_CODECS, LoadOptions
+from galene.load.parse import ParsedBatch, RowError, parse_body
+from galene.load.routing import dedup_last_per_key, route_rows
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight

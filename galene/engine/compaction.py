@@ -42,7 +42,7 @@ from pyspark.sql.types import ArrayType, LongType, MapType, StringType
 from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 from galene.engine import write as w
-from galene.engine.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
+from galene.load.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
     TabletCompaction,
     check_inputs,
     new_rowset_ids,

@@ -8,7 +8,7 @@ columns are `c1, c2, …` as in Doris; JSON columns are the first object's keys;
 values are strings, Parquet keeps its types), and the packing of many small files into few
 partitions.
 
-The FE lists the files (through `galene.storage.objectstore`, with deadlines) and hands the
+The FE lists the files (through `galene.load.objectstore`, with deadlines) and hands the
 list to the source; the engine's tasks read them through the same IO layer, so every open and
 every read in a task has a timer-driven deadline too (no Hadoop S3 connector exists offline,
 and an engine reading s3:// by itself would not honour them). No data row passes through the FE.
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from galene.common.errors import AnalysisError, GaleneError
-from galene.storage.objectstore import FileEntry, ObjectStore, ObjectStoreError, SourceSpec
+from galene.load.objectstore import FileEntry, ObjectStore, ObjectStoreError, SourceSpec
 
 log = logging.getLogger(__name__)
 

@@ -55,7 +55,7 @@ from pyspark.sql.types import (
 
 from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
-from galene.engine.local_merge import key_columns as _key_columns
+from galene.load.local_merge import key_columns as _key_columns
 
 VERSION_COL = "__galene_version"
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

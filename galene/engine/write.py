@@ -4,8 +4,8 @@ Every statement that moves data between tables (INSERT … SELECT, INSERT OVERWR
 UPDATE, DELETE, compaction) ends here: the engine computes the rows as a DataFrame, and
 `write_frame` runs one engine job whose tasks (`mapInArrow`, the same on Apache Spark and on
 Sail) do with each Arrow batch what a BE does with a stream-load body — convert the values to
-the target columns under Doris' rules (`galene.be.parse.convert_arrow`), route rows to
-partitions and buckets (`galene.be.routing`, the placement rule a BE uses, so a key lands in
+the target columns under Doris' rules (`galene.load.parse.convert_arrow`), route rows to
+partitions and buckets (`galene.load.routing`, the placement rule a BE uses, so a key lands in
 the same tablet whichever path wrote it) and write Parquet segment files into the storage
 root (`galene.storage.rowset`). Only a few small records per task come back to the driver:
 the files written and the task's row counts and first errors. The FE commits the file list
@@ -193,7 +193,7 @@ def _result_batch(files: _TabletFiles | None, counts: tuple[int, int, int], erro
 
 
 def _load_options(plan: WritePlan):
-    from galene.be.load_options import LoadOptions
+    from galene.load.options import LoadOptions
 
     # Doris' INSERT: strict mode fails the statement on any bad value; otherwise a value that
     # does not convert becomes NULL (and NULL into NOT NULL filters the row).
@@ -204,8 +204,8 @@ def _load_options(plan: WritePlan):
 
 
 def _convert_and_route(data: pa.Table, plan: WritePlan, opts, counts: list[int], errors: list):
-    from galene.be.parse import convert_arrow
-    from galene.be.routing import route_rows
+    from galene.load.parse import convert_arrow
+    from galene.load.routing import route_rows
 
     parsed = convert_arrow(data, plan.table, opts, TASK_MAX_ERRORS)
     routed = route_rows(parsed, plan.table, TASK_MAX_ERRORS, partitions=plan.partitions)
@@ -295,7 +295,7 @@ def dedup_writer(plan_bytes: bytes):
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
 
-        from galene.be.routing import dedup_last_per_key
+        from galene.load.routing import dedup_last_per_key
 
         plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
         table = plan.table

@@ -429,7 +429,7 @@ class CompactionService:
         return outcome
 
     async def _run_job(self, fn, table: Table, jobs, rowset_ids, tag: str):
-        from galene.engine import local_merge as lm
+        from galene.load import local_merge as lm
 
         fe = self.fe
         if lm.merges_locally(table, jobs, self.cfg.compaction_local_max_mb << 20):
@@ -460,7 +460,7 @@ class CompactionService:
         wrote before answering; the engine merges the run instead). A BE that does not answer
         fails this compaction (the next round tries again with new rowset ids): a late
         answer's files must not share names with an engine job's."""
-        from galene.engine import local_merge as lm
+        from galene.load import local_merge as lm
 
         alive = [be for be in self.fe.state.backends.values() if self.fe.backends.status(be.id).alive]
         if not alive:

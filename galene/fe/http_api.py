@@ -18,8 +18,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 import galene
-from galene.be import two_phase
-from galene.be.load_headers import parse_basic_auth
+from galene.load import two_phase
+from galene.load.headers import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe import auth

@@ -6,7 +6,7 @@ changed only by journal ops); this module only decides what to do next and logs 
 
 One loop per active job runs one task at a time. A task:
 
-1. lists the source (`galene.storage.objectstore`, deadline on the call) and takes the files
+1. lists the source (`galene.load.objectstore`, deadline on the call) and takes the files
    whose names sort after the job's offset, in name order, up to `s3.max_batch_files` /
    `s3.max_batch_bytes`;
 2. runs the job's INSERT over exactly those files as one engine job through the pipelines'
@@ -314,7 +314,7 @@ class JobRunner:
         from galene.fe import insert as ins
         from galene.fe.pipelines import Target
         from galene.fe.table_functions import TableFunctionViews
-        from galene.storage.objectstore import ObjectStore, parse_source
+        from galene.load.objectstore import ObjectStore, parse_source
 
         task_id = self._new_task_id()
         run = RunningTask(job.id, job.name, task_id, f"streaming_job_{job.id}_{task_id}", job.offset)
@@ -441,7 +441,7 @@ class JobRunner:
 
     async def _auto_resume(self, job: StreamingJob) -> None:
         """Wait with backoff (probing an unreachable endpoint), then resume the job."""
-        from galene.storage.objectstore import ObjectStore, ObjectStoreError, parse_source
+        from galene.load.objectstore import ObjectStore, ObjectStoreError, parse_source
 
         failures = max(1, self._failures.get(job.id, 1))
         transient = self._transient.get(job.id, True)
@@ -562,7 +562,7 @@ def _take_batch(files, max_files: int, max_bytes: int):
 def describe_failure(e: BaseException, stage: str) -> tuple[str, str, bool]:
     """(ErrorMsg, JobRuntimeMsg, transient) for a failed task: the runtime message says why the
     job paused in a few words (bucket unreachable, credentials refused, a malformed file…)."""
-    from galene.storage.objectstore import ObjectStoreError
+    from galene.load.objectstore import ObjectStoreError
 
     message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
     if isinstance(e, TimeoutError) and not isinstance(e, ObjectStoreError):

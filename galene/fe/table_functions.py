@@ -2,7 +2,7 @@
 
 Owns the FE side of a statement that reads a table function: find the calls in the parsed
 tree, plan each (S3: parse the properties, list the files and infer the schema from the first
-one through `galene.storage.objectstore`, every call under its deadline; jobs/tasks: the
+one through `galene.load.objectstore`, every call under its deadline; jobs/tasks: the
 streaming jobs' rows from `galene.fe.jobs` as a small Arrow table), register them as temporary
 views on the engine for the statement's duration, and install the resolver
 `galene.sql.translate` uses to replace each call by its view. The rows of an S3 source are
@@ -24,7 +24,7 @@ from sqlglot import exp
 from galene.common.errors import AnalysisError
 from galene.net.deadline import with_deadline
 from galene.sql.translate import table_function_call, table_function_resolver
-from galene.storage.objectstore import FileEntry, SourceSpec, parse_source
+from galene.load.objectstore import FileEntry, SourceSpec, parse_source
 
 log = logging.getLogger(__name__)
 

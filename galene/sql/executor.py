@@ -754,7 +754,7 @@ class SqlExecutor:
     async def _do_CreateJob(self, s, ctx):
         from galene.catalog.model import StreamingJob
         from galene.fe import jobs as jb
-        from galene.storage.objectstore import parse_source
+        from galene.load.objectstore import parse_source
 
         db_name, table = self._table(s.insert.db, s.insert.table, ctx)
         ins.target_columns(table, s.insert.columns)

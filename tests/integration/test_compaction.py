@@ -297,7 +297,7 @@ def test_background_compaction_and_show_tablets(node):
     assert not status["last cumulative success time"].startswith("1970-")
     assert set(status) >= {"cumulative policy type", "cumulative point", "rowsets", "missing_rowsets", "stale version path"}
     assert status["cumulative policy type"] == "SIZE_BASED" and status["missing_rowsets"] == []
-    # A run this small was merged by the BE (engine/local_merge.py), not by an engine job.
+    # A run this small was merged by the BE (load/local_merge.py), not by an engine job.
     metrics = httpx.get(f"http://127.0.0.1:{node.be_http_port}/metrics", timeout=30).text
     assert (metric_value(metrics, "galene_be_compaction_merges_total") or 0) >= 1, metrics[:2000]
 

@@ -326,7 +326,7 @@ def test_zz_other_clients_were_served_and_the_be_stayed_within_its_memory_bound(
     # table's parsed rows (deduplicated per block) up to streaming_load_max_mb of text.
     # Besides, glibc keeps up to 256 MB of freed heap for reuse (galene/common/process.py),
     # and the BE merges small compaction runs of the bystander's table beside the loads (at
-    # most compaction_local_max_mb, 64 MB, of input a merge: engine/local_merge.py); a loaded
+    # most compaction_local_max_mb, 64 MB, of input a merge: load/local_merge.py); a loaded
     # box's suite run peaked 7 MB over the bound without that term.
     bound = node.be_rss_at_start + 3 * (MAX_BODY_MB << 20) + (256 << 20) + (64 << 20)
     print(f"BE peak RSS {peak / 2**20:.0f} MB (bound {bound / 2**20:.0f} MB)")

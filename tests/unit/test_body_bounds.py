@@ -1,4 +1,4 @@
-"""The stream-load body bounds (galene/be/body_bounds.py): bounded inflation for every codec,
+"""The stream-load body bounds (galene/load/bounds.py): bounded inflation for every codec,
 the non-recursive JSON depth scan, and the line-length check."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import galene.be.body_bounds as bb
-from galene.be.body_bounds import (
+import galene.load.bounds as bb
+from galene.load.bounds import (
     check_json_depth,
     check_line_length,
     inflate,

@@ -6,7 +6,7 @@ compacted with `galene.engine.compaction.compact_tablets` (the engine job), the 
 to the Table struct as `CompactRowsets` does, and the table read through `scan.table_frame`
 (what queries read) must be the same before and after every compaction — and equal to a model.
 DUPLICATE and UNIQUE tests run twice: merged by the engine job and, as small runs are, by a
-BE's pyarrow merge (`galene.engine.local_merge.compact_small_run`; `merge` fixture).
+BE's pyarrow merge (`galene.load.local_merge.compact_small_run`; `merge` fixture).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
 from galene.common.types import parse_type
 from galene.engine.compaction import TabletCompaction, compact_tablets, new_rowset_ids
-from galene.engine.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
+from galene.load.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
 from galene.engine.scan import table_frame
 from galene.engine.session import SparkEngine
 

@@ -12,9 +12,9 @@ import signal
 
 import pytest
 
-from galene.be.batch_parse import batch_key, parse_lane_loads
+from galene.load.batch import batch_key, parse_lane_loads
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
-from galene.be.load_options import LoadOptions
+from galene.load.options import LoadOptions
 from galene.be.stream_load import TOO_MANY_FILTERED
 from galene.be.wal import read_wal, wal_rows
 from galene.catalog.model import Column, Partition, Table

@@ -26,7 +26,7 @@ from galene.common.errors import AnalysisError
 from galene.engine.s3source import MalformedFile, pack, parse_file
 from galene.fe.jobs import check_properties, describe_failure, offset_name
 from galene.meta import ops
-from galene.storage.objectstore import (
+from galene.load.objectstore import (
     FileEntry,
     ObjectStore,
     ObjectStoreError,

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from galene.be import expressions as ex
+from galene.load import expressions as ex
 from galene.common.errors import LoadError
 
 COLUMNS = {

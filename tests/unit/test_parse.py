@@ -9,8 +9,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from galene.be.load_options import LoadOptions
-from galene.be.parse import INVALID_UTF8_MAX_ROWS, parse_body
+from galene.load.options import LoadOptions
+from galene.load.parse import INVALID_UTF8_MAX_ROWS, parse_body
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
 from galene.common.errors import LoadError
 from galene.common.types import parse_type

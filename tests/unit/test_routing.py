@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from galene.be.load_options import LoadOptions
-from galene.be.parse import ParsedBatch, parse_body
-from galene.be.routing import RANDOM_SLICE_ROWS, dedup_last_per_key, hash_array, hash_columns, route_rows
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch, parse_body
+from galene.load.routing import RANDOM_SLICE_ROWS, dedup_last_per_key, hash_array, hash_columns, route_rows
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
 from galene.common.types import parse_type
 

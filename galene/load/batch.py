@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from galene.be.load_options import LoadOptions
-from galene.be.parse import ParsedBatch, has_clock_defaults, parse_body
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch, has_clock_defaults, parse_body
 from galene.be.stream_load import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.catalog.model import Table
 from galene.common.errors import error_message

@@ -113,7 +113,7 @@ def compact_locally(
     next tablet is read; on any failure the files written are deleted."""
     import pyarrow.compute as pc
 
-    from galene.be.routing import dedup_last_per_key
+    from galene.load.routing import dedup_last_per_key
     from galene.storage.rowset import read_rowset, storage_schema
 
     plan = w.WritePlan(

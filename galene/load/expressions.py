@@ -122,7 +122,7 @@ _INT_RE = r"^\s*[+-]?[0-9]{1,19}\s*$"
 
 def _conversions():
     # parse.py imports this module's parser through load_options; import its converters late.
-    from galene.be import parse
+    from galene.load import parse
 
     return parse
 

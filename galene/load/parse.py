@@ -11,7 +11,7 @@ straight to the target types, which is as fast as reading the file at all; only 
 conversion fails (any bad value anywhere), or the load has expressions (`columns`
 mappings, `where`, `delete`, a sequence source), is the body re-read as strings and
 converted column by column with validity masks, which is where the per-row reasons come
-from. Expressions are evaluated by `galene.be.expressions` over whole columns; rows that
+from. Expressions are evaluated by `galene.load.expressions` over whole columns; rows that
 `where` rejects are unselected (not filtered). Parquet bodies map columns by name.
 Python loops run only over the bounded list of error rows and in the JSON fallback for
 documents whose value types differ between rows (pyarrow's JSON reader refuses those) or
@@ -33,8 +33,8 @@ import pyarrow.json as pajson
 import pyarrow.parquet as papq
 from sqlglot import exp
 
-from galene.be import expressions as ex
-from galene.be.body_bounds import (
+from galene.load import expressions as ex
+from galene.load.bounds import (
     DEFAULT_LIMITS,
     BodyLimits,
     body_too_big,
@@ -43,7 +43,7 @@ from galene.be.body_bounds import (
     inflate_all,
     json_too_big,
 )
-from galene.be.load_options import (
+from galene.load.options import (
     COMPRESS_CODECS,
     CSV_FORMATS,
     SUPPORTED_FORMATS,

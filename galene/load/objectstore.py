@@ -273,7 +273,7 @@ def parse_source(props: dict[str, str]) -> SourceSpec:
     sep = _prop(props, "column_separator")
     delim = _prop(props, "line_delimiter")
     if sep is not None or delim is not None:
-        from galene.be.load_options import decode_separator
+        from galene.load.options import decode_separator
 
         try:
             if sep is not None:

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from galene.be.parse import ParsedBatch, RowError, convert_strings
+from galene.load.parse import ParsedBatch, RowError, convert_strings
 from galene.catalog.model import Partition, Table
 from galene.common.errors import LoadError
 

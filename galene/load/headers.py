@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from galene.be.load_options import LoadOptions
+from galene.load.options import LoadOptions
 from galene.common.errors import LoadError
 
 GROUP_COMMIT_MODES = ("async_mode", "sync_mode", "off_mode")

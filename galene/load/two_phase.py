@@ -118,7 +118,7 @@ def json_reply(body: dict, status: int = 200) -> web.Response:
 
 async def handle_be_2pc(be, request: web.Request) -> web.Response:
     """BE handler: validate, then let the FE decide (it owns transactions) and relay."""
-    from galene.be.load_headers import parse_basic_auth  # the BE's stream-load auth reading
+    from galene.load.headers import parse_basic_auth  # the BE's stream-load auth reading
 
     try:
         req = parse_request(request.match_info.get("db", ""), request.headers)

@@ -4,7 +4,7 @@ Owns the header vocabulary of a stream load that affects parsing and conversion 
 separators, `columns` with expression mappings, `where`, `partitions`, strict mode, filter
 ratio, JSON flags, merge type, delete condition, sequence column, time zone, ...) and the
 Doris error texts for bad header values. Expressions are parsed here (so a bad one fails
-before any data is read) by `galene.be.expressions`. Transport-level headers (label,
+before any data is read) by `galene.load.expressions`. Transport-level headers (label,
 two_phase_commit, group_commit, ...) are read by the HTTP handler, not here.
 """
 
@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgspec
 from sqlglot import exp
 
-from galene.be.expressions import ColumnSpec, parse_columns, parse_condition
+from galene.load.expressions import ColumnSpec, parse_columns, parse_condition
 from galene.common.errors import LoadError
 
 CSV_FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types")
