@@ -44,13 +44,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from galene.load.batch import BATCH_PARSE_MAX_BODY, batch_key
-from galene.load.bounds import BodyLimits
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
-from galene.load.headers import GROUP_COMMIT_MODES, LoadHeaders
-from galene.load.options import LoadOptions
-from galene.load.parse import ParsedBatch, parse_body
-from galene.load.routing import route_rows
 from galene.be.stream_load import (
     TOO_MANY_FILTERED,
     StreamLoadReply,
@@ -72,6 +66,12 @@ from galene.be.wal import (
 from galene.be.wal_replica import ReplicaSet
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
+from galene.load.batch import BATCH_PARSE_MAX_BODY, batch_key
+from galene.load.bounds import BodyLimits
+from galene.load.headers import GROUP_COMMIT_MODES, LoadHeaders
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch, parse_body
+from galene.load.routing import route_rows
 from galene.net import inflight
 from galene.net.deadline import SharedDeadlines
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets

@@ -32,13 +32,13 @@ import time
 
 from aiohttp import web
 
-from galene.load.options import LoadOptions
-from galene.load.parse import parse_body
-from galene.load.routing import route_rows
 from galene.be.stream_load import storage_answer
 from galene.be.wal import encode_record, list_wal_files
 from galene.catalog.model import Column, Partition, Table
 from galene.common.types import ColumnType
+from galene.load.options import LoadOptions
+from galene.load.parse import parse_body
+from galene.load.routing import route_rows
 from galene.net import inflight
 from galene.net.client import TOKEN_HEADER
 from galene.net.deadline import DeadlineExceeded

@@ -22,13 +22,13 @@ from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
 from galene.be.group_commit import GroupCommitManager
 from galene.be.health import BeHealth
-from galene.load.headers import parse_basic_auth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
-from galene.load.two_phase import handle_be_2pc
 from galene.be.wal_replica import ReplicaStore
 from galene.common.debug_points import DebugPoints
 from galene.common.errors import LoadError
 from galene.config import Config
+from galene.load.headers import parse_basic_auth
+from galene.load.two_phase import handle_be_2pc
 from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages

@@ -28,13 +28,13 @@ import aiohttp
 import msgspec
 import pyarrow as pa
 
+from galene.catalog.model import Rowset, Table
+from galene.common.errors import GaleneError, LoadError
 from galene.load.bounds import BodyLimits, body_too_big, inflate, line_too_long
 from galene.load.headers import read_load_headers
 from galene.load.options import COMPRESS_CODECS, LoadOptions
 from galene.load.parse import ParsedBatch, RowError, parse_body
 from galene.load.routing import dedup_last_per_key, route_rows
-from galene.catalog.model import Rowset, Table
-from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight
 from galene.net.client import RpcUnavailable
 from galene.net.deadline import DeadlineExceeded

@@ -42,11 +42,6 @@ from pyspark.sql.types import ArrayType, LongType, MapType, StringType
 from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
 from galene.common.errors import GaleneError
 from galene.engine import write as w
-from galene.load.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
-    TabletCompaction,
-    check_inputs,
-    new_rowset_ids,
-)
 from galene.engine.scan import (
     VERSION_COL,
     _aggregate,
@@ -55,6 +50,11 @@ from galene.engine.scan import (
     file_uri,
     read_parquet,
     union_tree,
+)
+from galene.load.local_merge import (  # noqa: F401 - TabletCompaction, new_rowset_ids: this module's API too
+    TabletCompaction,
+    check_inputs,
+    new_rowset_ids,
 )
 
 log = logging.getLogger(__name__)

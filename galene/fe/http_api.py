@@ -18,8 +18,6 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 import galene
-from galene.load import two_phase
-from galene.load.headers import parse_basic_auth
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe import auth
@@ -27,6 +25,8 @@ from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, S
 from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
+from galene.load import two_phase
+from galene.load.headers import parse_basic_auth
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
 from galene.net.server import read_json_object, tasks_dump_json, tasks_dump_text

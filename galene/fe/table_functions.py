@@ -22,9 +22,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from galene.common.errors import AnalysisError
+from galene.load.objectstore import FileEntry, SourceSpec, parse_source
 from galene.net.deadline import with_deadline
 from galene.sql.translate import table_function_call, table_function_resolver
-from galene.load.objectstore import FileEntry, SourceSpec, parse_source
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from galene.load.options import LoadOptions
-from galene.load.parse import ParsedBatch, has_clock_defaults, parse_body
 from galene.be.stream_load import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.catalog.model import Table
 from galene.common.errors import error_message
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch, has_clock_defaults, parse_body
 
 # Bodies up to this size take part in batches.
 BATCH_PARSE_MAX_BODY = 64 << 10

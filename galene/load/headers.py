@@ -18,8 +18,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from galene.load.options import LoadOptions
 from galene.common.errors import LoadError
+from galene.load.options import LoadOptions
 
 GROUP_COMMIT_MODES = ("async_mode", "sync_mode", "off_mode")
 INVALID_GROUP_COMMIT_MODE = "[INVALID_ARGUMENT]group_commit can only be [async_mode, sync_mode, off_mode]"

@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import msgspec
 from sqlglot import exp
 
-from galene.load.expressions import ColumnSpec, parse_columns, parse_condition
 from galene.common.errors import LoadError
+from galene.load.expressions import ColumnSpec, parse_columns, parse_condition
 
 CSV_FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types")
 # Formats Doris accepts; the ones not in SUPPORTED_FORMATS are refused by parse_body.

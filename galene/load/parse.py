@@ -33,6 +33,10 @@ import pyarrow.json as pajson
 import pyarrow.parquet as papq
 from sqlglot import exp
 
+from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Table
+from galene.common import intcast
+from galene.common.errors import LoadError
+from galene.common.types import ColumnType
 from galene.load import expressions as ex
 from galene.load.bounds import (
     DEFAULT_LIMITS,
@@ -50,10 +54,6 @@ from galene.load.options import (
     LoadOptions,
     parse_jsonpaths,
 )
-from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Table
-from galene.common import intcast
-from galene.common.errors import LoadError
-from galene.common.types import ColumnType
 from galene.storage.rowset import storage_schema
 
 NULL_TEXT = "\\N"

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from galene.load.parse import ParsedBatch, RowError, convert_strings
 from galene.catalog.model import Partition, Table
 from galene.common.errors import LoadError
+from galene.load.parse import ParsedBatch, RowError, convert_strings
 
 # RANDOM distribution: consecutive slices of this many rows go to consecutive buckets.
 RANDOM_SLICE_ROWS = 256 * 1024

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import galene.load.bounds as bb
+from galene.common.errors import LoadError
 from galene.load.bounds import (
     check_json_depth,
     check_line_length,
@@ -21,7 +22,6 @@ from galene.load.bounds import (
     json_depth,
     longest_line_over,
 )
-from galene.common.errors import LoadError
 
 CODECS = ["gzip", "bz2", "lz4", "zstd"]
 

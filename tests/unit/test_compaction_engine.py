@@ -23,9 +23,9 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Rowset, Table
 from galene.common.types import parse_type
 from galene.engine.compaction import TabletCompaction, compact_tablets, new_rowset_ids
-from galene.load.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
 from galene.engine.scan import table_frame
 from galene.engine.session import SparkEngine
+from galene.load.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
 
 DB_ID = 1
 PARTITION_ID = 3

@@ -25,7 +25,6 @@ from galene.catalog.model import (
 from galene.common.errors import AnalysisError
 from galene.engine.s3source import MalformedFile, pack, parse_file
 from galene.fe.jobs import check_properties, describe_failure, offset_name
-from galene.meta import ops
 from galene.load.objectstore import (
     FileEntry,
     ObjectStore,
@@ -35,6 +34,7 @@ from galene.load.objectstore import (
     literal_prefix_dir,
     parse_source,
 )
+from galene.meta import ops
 
 
 def _state() -> CatalogState:

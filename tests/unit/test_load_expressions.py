@@ -8,8 +8,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from galene.load import expressions as ex
 from galene.common.errors import LoadError
+from galene.load import expressions as ex
 
 COLUMNS = {
     "s": pa.array(["Hello", "wOrld", None]),

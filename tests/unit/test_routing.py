@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
+from galene.common.types import parse_type
 from galene.load.options import LoadOptions
 from galene.load.parse import ParsedBatch, parse_body
 from galene.load.routing import RANDOM_SLICE_ROWS, dedup_last_per_key, hash_array, hash_columns, route_rows
-from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
-from galene.common.types import parse_type
 
 
 def col(name, type_text, **kw) -> Column:
