@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from galene.load.parse import RowError
+from galene.load.source import RowError
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 

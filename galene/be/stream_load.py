@@ -33,8 +33,9 @@ from galene.common.errors import GaleneError, LoadError
 from galene.load.bounds import BodyLimits, body_too_big, inflate, line_too_long
 from galene.load.headers import read_load_headers
 from galene.load.options import COMPRESS_CODECS, LoadOptions
-from galene.load.parse import ParsedBatch, RowError, parse_body
+from galene.load.parse import ParsedBatch, parse_body
 from galene.load.routing import dedup_last_per_key, route_rows
+from galene.load.source import RowError
 from galene.net import inflight
 from galene.net.client import RpcUnavailable
 from galene.net.deadline import DeadlineExceeded

@@ -4,7 +4,7 @@ The one home of the rule every path applies: a stream load's text fields (CSV, J
 strings: `galene.load.parse`), INSERT … VALUES (its values travel to the BE as text:
 `galene.fe.insert`), prepared-statement parameters (substituted into the statement as
 literals, so they take the INSERT path), load expressions and the engine results of pipelines
-(`galene.load.expressions.coerce`), and SQL `CAST(x AS <integer>)` (`galene.sql.functions` spells
+(`galene.load.convert.coerce`), and SQL `CAST(x AS <integer>)` (`galene.sql.functions` spells
 the same rule in Spark SQL from `INT_TEXT_REGEX` and `INT_BOUNDS`).
 
 The rule is Doris' non-strict cast (Doris 4: `StringParser::string_to_int` and

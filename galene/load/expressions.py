@@ -8,7 +8,9 @@ Typing follows Doris' load planner loosely: source fields of text formats are st
 where a string meets a number it is read as a number (int64 when every value is an
 integer, else float64), where it meets a date or datetime it is read as one; a value that
 does not read becomes NULL, as Doris' implicit casts do. Functions Galene does not know
-raise a `LoadError` naming them, so a typo never loads silently wrong data.
+raise a `LoadError` naming them, so a typo never loads silently wrong data. Text read as a
+number or a date, a result brought to its column's type (`CAST`, the mapped column) and a
+value printed as text all go through Doris' type conversion (`galene.load.convert`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from galene.common import intcast
 from galene.common.errors import LoadError
 from galene.common.types import ColumnType, TypeError_, parse_type
+from galene.load.convert import coerce, convert_strings, days_from_civil, strftime, to_text
 from galene.sql.dialect import Galene
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
@@ -120,13 +122,6 @@ _DATE = ColumnType(name="DATE")
 _INT_RE = r"^\s*[+-]?[0-9]{1,19}\s*$"
 
 
-def _conversions():
-    # parse.py imports this module's parser through load_options; import its converters late.
-    from galene.load import parse
-
-    return parse
-
-
 def _t(v: Value) -> pa.DataType:
     return v.type
 
@@ -168,7 +163,7 @@ def _text_to_number(v: Value) -> Value:
             return pc.cast(trimmed, pa.int64())
         except pa.ArrowInvalid:  # a 19-digit value beyond int64
             pass
-    conv = _conversions().convert_strings(trimmed, ColumnType(name="DOUBLE"))
+    conv = convert_strings(trimmed, ColumnType(name="DOUBLE"))
     return conv.values
 
 
@@ -196,9 +191,9 @@ def _as_temporal(v: Value, like: pa.DataType) -> Value:
     if _is_str(t):
         ctype = _DATE if pa.types.is_date(like) else _DATETIME6
         if isinstance(v, pa.Scalar):
-            conv = _conversions().convert_strings(pa.array([v.as_py()], pa.string()), ctype)
+            conv = convert_strings(pa.array([v.as_py()], pa.string()), ctype)
             return conv.values[0]
-        return _conversions().convert_strings(v, ctype).values
+        return convert_strings(v, ctype).values
     if pa.types.is_date(t) and pa.types.is_timestamp(like):
         return pc.cast(v, pa.timestamp("us"))
     if pa.types.is_timestamp(t) and pa.types.is_date(like):
@@ -277,33 +272,6 @@ def _unify_branches(values: list[Value]) -> list[Value]:
         else:
             unified.append(_cast(v, target))
     return unified
-
-
-def to_text(v: Value) -> Value:
-    """A value as Doris prints it: datetimes without a zero fraction, booleans as 1/0."""
-    t = _t(v)
-    if _is_str(t):
-        return _cast(v, pa.string())
-    if pa.types.is_timestamp(t):
-        if isinstance(v, pa.Scalar):
-            return pa.scalar(None if not v.is_valid else _format_ts(v.as_py()), pa.string())
-        micros = pc.cast(v, pa.int64())
-        fraction = pc.subtract(
-            micros, pc.multiply(pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1e6)), 1e6)
-        )
-        has_fraction = bool(pc.any(pc.not_equal(fraction, 0)).as_py())
-        fmt = "%Y-%m-%d %H:%M:%S.%f" if has_fraction else "%Y-%m-%d %H:%M:%S"
-        text = _strftime(v, fmt)
-        return text
-    if pa.types.is_boolean(t):
-        return pc.cast(_cast(v, pa.int8()), pa.string())
-    return pc.cast(v, pa.string())
-
-
-def _format_ts(value: _dt.datetime) -> str:
-    if value.microsecond:
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-    return value.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _bool(v: Value) -> Value:
@@ -641,7 +609,7 @@ class _Evaluator:
         value = _to_temporal_any(self.eval(_unwrap_date(node.this)))
         if pa.types.is_date(_t(value)):
             value = pc.cast(value, pa.timestamp("us"))
-        return _strftime(value, fmt)
+        return strftime(value, fmt)
 
     def str_to_date(self, node) -> Value:
         fmt = _literal_str(node.args.get("format"), "str_to_date format")
@@ -649,7 +617,7 @@ class _Evaluator:
         parsed = pc.strptime(text, format=fmt, unit="us", error_is_null=True)
         # Arrow rolls impossible dates over (2024/02/30 -> March 1); Doris answers NULL. A
         # value is kept only if printing it back gives the input, leading zeros aside.
-        back = _strftime(parsed, fmt)
+        back = strftime(parsed, fmt)
         same = pc.equal(_without_leading_zeros(back), _without_leading_zeros(pc.utf8_trim_whitespace(text)))
         parsed = pc.if_else(pc.fill_null(same, False), parsed, _null(parsed.type))
         if _has_time_directive(fmt):
@@ -667,7 +635,7 @@ class _Evaluator:
         local = pc.cast(pc.local_timestamp(utc), pa.timestamp("us"))
         fmt_node = node.args.get("format")
         fmt = _literal_str(fmt_node, "from_unixtime format") if fmt_node is not None else "%Y-%m-%d %H:%M:%S"
-        return _strftime(local, fmt)
+        return strftime(local, fmt)
 
     def date_add(self, node) -> Value:
         value = _to_temporal_any(self.eval(node.this))
@@ -710,16 +678,6 @@ class _Evaluator:
 _DAY_US = 86_400_000_000
 
 
-def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm)."""
-    y = y - (m <= 2)
-    era = np.floor_divide(y, 400)
-    yoe = y - era * 400
-    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
 def _civil_from_days(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     z = z + 719468
     era = np.floor_divide(z, 146097)
@@ -743,8 +701,8 @@ def _add_months(micros: pa.Array, months: pa.Array) -> pa.Array:
     y, m, d = _civil_from_days(days)
     total = y * 12 + (m - 1) + shift
     ny, nm = np.floor_divide(total, 12), np.mod(total, 12) + 1
-    month_len = _days_from_civil(ny + (nm == 12), np.mod(nm, 12) + 1, 1) - _days_from_civil(ny, nm, 1)
-    out = _days_from_civil(ny, nm, np.minimum(d, month_len)) * _DAY_US + time_of_day
+    month_len = days_from_civil(ny + (nm == 12), np.mod(nm, 12) + 1, 1) - days_from_civil(ny, nm, 1)
+    out = days_from_civil(ny, nm, np.minimum(d, month_len)) * _DAY_US + time_of_day
     return pa.array(out, pa.int64(), mask=~valid.to_numpy(zero_copy_only=False))
 
 
@@ -775,31 +733,6 @@ def _unwrap_date(node: exp.Expression) -> exp.Expression:
     while isinstance(node, (exp.TsOrDsToDate, exp.TsOrDsToTimestamp)) and node.args.get("format") is None:
         node = node.this
     return node
-
-
-def _strftime(value: Value, fmt: str) -> Value:
-    """Timestamps as text with a Python/strftime format (sqlglot already turned %i into %M)."""
-    if isinstance(value, pa.Scalar):
-        return pa.scalar(None if not value.is_valid else value.as_py().strftime(fmt), pa.string())
-    value = _cast(value, pa.timestamp("us"))
-    pieces = []
-    for i, piece in enumerate(fmt.split("%f")):
-        if i:
-            micros = pc.cast(value, pa.int64())
-            frac = pc.subtract(micros, pc.multiply(pc.divide(micros, 1_000_000), 1_000_000))
-            frac = pc.if_else(pc.less(frac, 0), pc.add(frac, 1_000_000), frac)
-            pieces.append(pc.utf8_lpad(pc.cast(frac, pa.string()), width=6, padding="0"))
-        if piece:
-            text = pc.strftime(value, format=piece)
-            if "%S" in piece:
-                # Arrow prints the fraction after %S for sub-second units; Doris does not.
-                text = pc.replace_substring_regex(text, r"(:?[0-9]{2})\.[0-9]+", r"\1")
-            pieces.append(text)
-    if not pieces:
-        return pc.cast(pa.nulls(len(value)), pa.string())
-    if len(pieces) == 1:
-        return pieces[0]
-    return pc.binary_join_element_wise(*pieces, "")
 
 
 def _anon_now(ev: _Evaluator, args) -> Value:
@@ -923,45 +856,3 @@ _NODE_HANDLERS: dict[type, Callable] = {
     exp.CurrentTimestamp: _Evaluator.current_timestamp,
     exp.Pad: _pad,
 }
-
-
-# --- results into column types -------------------------------------------------------------------
-
-
-def coerce(values: pa.Array, ctype: ColumnType):
-    """Any Arrow array converted to a column type (a `parse.Conversion`; bad values -> NULL + mask)."""
-    parse = _conversions()
-    t = values.type
-    arrow_type = ctype.to_arrow()
-    n = len(values)
-    if _is_null(t):
-        return parse.Conversion(pa.nulls(n, arrow_type), None, None)
-    if _is_str(t):
-        return parse.convert_strings(_cast(values, pa.string()), ctype)
-    if ctype.is_string:
-        return parse.convert_strings(to_text(values), ctype)
-    if t == arrow_type:
-        if ctype.name == "DATETIME":
-            values = parse.truncate_datetime(values, ctype.precision)
-        return parse.Conversion(values, None, None)
-    if ctype.is_integer:
-        # Doris' integer rule for numbers too (truncation toward zero, no saturation).
-        converted = intcast.to_int(values, ctype.name)
-        if converted is not None:
-            out, ok = converted
-            bad = pc.is_valid(values).to_numpy(zero_copy_only=False) & ~ok
-            return parse.Conversion(out, bad if bad.any() else None, None)
-    if ctype.name in ("DATE", "DATETIME") and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
-        out = pc.cast(values, arrow_type)
-        if ctype.name == "DATETIME":
-            out = parse.truncate_datetime(out, ctype.precision)
-        return parse.Conversion(out, None, None)
-    if pa.types.is_boolean(t) and (ctype.is_numeric or ctype.name == "BOOLEAN"):
-        return parse.Conversion(pc.cast(pc.cast(values, pa.int8()), arrow_type), None, None)
-    if ctype.name == "DECIMAL" or pa.types.is_decimal(t):
-        # Through text: one place (convert_strings) owns Doris' decimal rounding and range rules.
-        return parse.convert_strings(pc.cast(values, pa.string()), ctype)
-    try:
-        return parse.Conversion(pc.cast(values, arrow_type), None, None)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return parse.convert_strings(to_text(values), ctype)

@@ -25,7 +25,9 @@ import pyarrow.compute as pc
 
 from galene.catalog.model import Partition, Table
 from galene.common.errors import LoadError
-from galene.load.parse import ParsedBatch, RowError, convert_strings
+from galene.load.convert import convert_strings
+from galene.load.parse import ParsedBatch
+from galene.load.source import RowError
 
 # RANDOM distribution: consecutive slices of this many rows go to consecutive buckets.
 RANDOM_SLICE_ROWS = 256 * 1024

@@ -12,8 +12,9 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column, Partition, Table
 from galene.common.errors import LoadError
 from galene.common.types import parse_type
+from galene.load.csv_reader import INVALID_UTF8_MAX_ROWS
 from galene.load.options import LoadOptions
-from galene.load.parse import INVALID_UTF8_MAX_ROWS, parse_body
+from galene.load.parse import parse_body
 
 
 def col(name, type_text, **kw) -> Column:
