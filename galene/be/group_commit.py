@@ -46,9 +46,7 @@ import pyarrow as pa
 
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
 from galene.be.stream_load import (
-    TOO_MANY_FILTERED,
     StreamLoadReply,
-    filter_ratio_exceeded,
     new_label,
     read_and_parse,
     read_body,
@@ -72,6 +70,7 @@ from galene.load.headers import GROUP_COMMIT_MODES, LoadHeaders
 from galene.load.options import LoadOptions
 from galene.load.parse import ParsedBatch, parse_body
 from galene.load.routing import route_rows
+from galene.load.verdict import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.net import inflight
 from galene.net.deadline import SharedDeadlines
 from galene.storage.rowset import delete_rowset_files, storage_schema, write_rowsets

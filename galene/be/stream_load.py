@@ -36,6 +36,7 @@ from galene.load.options import COMPRESS_CODECS, LoadOptions
 from galene.load.parse import ParsedBatch, parse_body
 from galene.load.routing import dedup_last_per_key, route_rows
 from galene.load.source import RowError
+from galene.load.verdict import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.net import inflight
 from galene.net.client import RpcUnavailable
 from galene.net.deadline import DeadlineExceeded
@@ -524,14 +525,6 @@ def _concat_batches(batches: list[ParsedBatch], max_error_rows: int) -> ParsedBa
         num_unselected=sum(b.num_unselected for b in batches),
         errors=errors,
     )
-
-
-TOO_MANY_FILTERED = "[DATA_QUALITY_ERROR]too many filtered rows"
-
-
-def filter_ratio_exceeded(total: int, filtered: int, unselected: int, ratio: float) -> bool:
-    selected = total - unselected
-    return selected > 0 and filtered / selected > ratio
 
 
 async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLoadReply:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from galene.be.stream_load import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.catalog.model import Table
 from galene.common.errors import error_message
 from galene.load.options import LoadOptions
 from galene.load.parse import ParsedBatch, parse_body
 from galene.load.source import has_clock_defaults
+from galene.load.verdict import TOO_MANY_FILTERED, filter_ratio_exceeded
 
 # Bodies up to this size take part in batches.
 BATCH_PARSE_MAX_BODY = 64 << 10

@@ -13,12 +13,12 @@ import signal
 import pytest
 
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
-from galene.be.stream_load import TOO_MANY_FILTERED
 from galene.be.wal import read_wal, wal_rows
 from galene.catalog.model import Column, Partition, Table
 from galene.common.types import parse_type
 from galene.load.batch import batch_key, parse_lane_loads
 from galene.load.options import LoadOptions
+from galene.load.verdict import TOO_MANY_FILTERED
 
 LABEL = "group_commit_0123456789abcdef_0123456789abcdef"
 
