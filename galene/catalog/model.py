@@ -181,6 +181,14 @@ def snapshot(table: Table) -> Table:
     return msgspec.structs.replace(table, rowsets=list(table.rowsets))
 
 
+def key_columns(table: Table) -> list[str]:
+    """The names of `table`'s key columns: `key_columns` as declared, else the columns marked
+    `is_key` (the rows of one key are merged by UNIQUE and AGGREGATE tables)."""
+    if table.key_columns:
+        return list(table.key_columns)
+    return [c.name for c in table.columns if c.is_key]
+
+
 def columns_at(table: Table, schema_version: int) -> list[Column]:
     """The storage columns (hidden ones too, with ids) of files written at `schema_version`."""
     if schema_version == table.schema_version:

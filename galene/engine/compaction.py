@@ -15,11 +15,11 @@ at read time, so a query sees the same rows before and after:
 
 Rows are hash-partitioned by tablet first, so each tablet's rows meet in one task and the merge
 needs no second shuffle; the tasks (`mapInArrow`) write each tablet's rows as segment files
-with `galene.engine.write`'s task machinery (`galene.storage.rowset.write_segment`). Only the
-file list returns to the driver. The new rowset's version is the run's highest version; the
+with the tablet writer (`galene.load.tablet_writer`), the job run as `galene.engine.write` runs
+its own. Only the file list returns to the driver. The new rowset's version is the run's highest version; the
 caller commits it with `CatalogService.compact_rowsets` (one journal op, no new table version).
 
-Small DUPLICATE and UNIQUE runs (`local_merge.merges_locally`) are merged by a BE with pyarrow
+Small DUPLICATE and UNIQUE runs (`galene.load.local_merge.merges_locally`) are merged by a BE with pyarrow
 instead (`local_merge.compact_small_run`, behind `POST /api/_internal/compaction/merge`): the
 same rules, the same segment writer, a few milliseconds instead of an engine job's fixed second
 or two of CPU. The FE sends a run here only when no BE merged it, whatever its size: this
@@ -39,13 +39,12 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, MapType, StringType
 
-from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at
+from galene.catalog.model import DELETE_SIGN, Rowset, Table, columns_at, key_columns
 from galene.common.errors import GaleneError
 from galene.engine import write as w
 from galene.engine.scan import (
     VERSION_COL,
-    _aggregate,
-    _key_columns,
+    aggregate_column,
     file_read_plan,
     file_uri,
     read_parquet,
@@ -56,6 +55,7 @@ from galene.load.local_merge import (  # noqa: F401 - TabletCompaction, new_rows
     check_inputs,
     new_rowset_ids,
 )
+from galene.load.tablet_writer import TabletFiles, collect_results, result_batch
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def merged_frame(
     df = input_frame(spark, table, jobs, storage_uri).repartition(max(1, partitions), TABLET_COL)
     if table.keys_type == "DUP_KEYS":
         return df.select(*columns, TABLET_COL)
-    keys = _key_columns(table)
+    keys = key_columns(table)
     if not keys:
         raise GaleneError(f"table {table.name} of type {table.keys_type} has no key columns")
     if table.keys_type == "UNIQUE_KEYS":
@@ -193,7 +193,7 @@ def _agg(table: Table, keys: list[str], df: DataFrame) -> DataFrame:
             # Hidden columns are never read by queries; keep the latest value.
             aggs.append(F.max_by(F.col(c.name), F.col(VERSION_COL)).alias(c.name))
         else:
-            aggs.append(_aggregate(c, True))
+            aggs.append(aggregate_column(c, True))
     return df.groupBy(TABLET_COL, *keys).agg(*aggs)
 
 
@@ -210,7 +210,7 @@ def segment_writer(plan_bytes: bytes):
 
         plan = msgspec.msgpack.decode(plan_bytes, type=w.WritePlan)
         tablet_partition = {tid: p.id for p in plan.table.partitions for tid in p.tablet_ids}
-        files = w._TabletFiles(plan)
+        files = TabletFiles(plan.table, plan.storage_uri, plan.rowset_ids)
         try:
             for batch in batches:
                 if not batch.num_rows:
@@ -226,7 +226,7 @@ def segment_writer(plan_bytes: bytes):
         except BaseException:
             files.discard()
             raise
-        yield w._result_batch(files, (0, 0, 0), [])
+        yield result_batch(files, (0, 0, 0), [])
 
     return write
 
@@ -262,7 +262,7 @@ def compact_tablets(
     partitions = max(1, min(len(jobs), parallelism))
     try:
         if job_tag:
-            w._add_tag(spark, job_tag)
+            w.add_tag(spark, job_tag)
         merged = merged_frame(spark, table, jobs, storage_uri, partitions)
         records = merged.mapInArrow(segment_writer(plan_bytes), w.RESULT_DDL).toArrow()
     except BaseException:
@@ -270,8 +270,8 @@ def compact_tablets(
         raise
     finally:
         if job_tag:
-            w._remove_tag(spark, job_tag)
-    result = w._collect(records, table, rowset_ids)
+            w.remove_tag(spark, job_tag)
+    result = collect_results(records, table, rowset_ids)
     # Files of failed task attempts (retried by the engine) are named like the kept ones.
     w.discard_statement_files(
         storage_uri, table, rowset_ids, keep={f for r in result.rowsets for f in r.files}

@@ -53,9 +53,8 @@ from pyspark.sql.types import (
     TimestampNTZType,
 )
 
-from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at
+from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at, key_columns
 from galene.common.errors import GaleneError
-from galene.load.local_merge import key_columns as _key_columns
 
 VERSION_COL = "__galene_version"
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -117,7 +116,7 @@ def table_frame(
         return empty_frame(spark, spark_schema(table, include_hidden=False))
     if table.keys_type == "DUP_KEYS":
         return _versioned_read(spark, table, rowsets, storage_uri, False, include_hidden=False)
-    keys = _key_columns(table)
+    keys = key_columns(table)
     if not keys:
         raise GaleneError(f"table {table.name} of type {table.keys_type} has no key columns")
     if table.keys_type == "UNIQUE_KEYS":
@@ -377,7 +376,7 @@ def _agg_frame(
         _aggregation(c) in ("REPLACE", "REPLACE_IF_NOT_NULL") for c in values
     )
     df = _versioned_read(spark, table, rowsets, storage_uri, needs_version, file_names)
-    aggs = [_aggregate(c, needs_version) for c in values]
+    aggs = [aggregate_column(c, needs_version) for c in values]
     if aggs:
         df = df.groupBy(*keys).agg(*aggs)
     else:
@@ -391,7 +390,10 @@ def _aggregation(c: Column) -> str:
     return (c.aggregation or "REPLACE").upper()
 
 
-def _aggregate(c: Column, by_version: bool) -> SparkColumn:
+def aggregate_column(c: Column, by_version: bool) -> SparkColumn:
+    """A value column of an AGGREGATE table folded over one key's rows with its aggregation
+    (SUM keeping the column's type, MIN, MAX, REPLACE and REPLACE_IF_NOT_NULL by version when
+    `by_version`, i.e. when the rows carry VERSION_COL): the read-time merge compaction shares."""
     col = F.col(c.name)
     target = spark_type(c.type.to_spark_ddl())
     agg = _aggregation(c)

@@ -7,7 +7,10 @@ Sail) do with each Arrow batch what a BE does with a stream-load body — conver
 the target columns under Doris' rules (`galene.load.parse.convert_arrow`), route rows to
 partitions and buckets (`galene.load.routing`, the placement rule a BE uses, so a key lands in
 the same tablet whichever path wrote it) and write Parquet segment files into the storage
-root (`galene.storage.rowset`). Only a few small records per task come back to the driver:
+root (`galene.load.tablet_writer`, which the BE's local merge of compaction runs writes with
+too). This module is the engine's glue around that PySpark-free library: the task functions
+given to `mapInArrow`, the shuffle of a UNIQUE table's write, and the driver's job, tags and
+cleanup. Only a few small records per task come back to the driver:
 the files written and the task's row counts and first errors. The FE commits the file list
 as one transaction; no data row passes through it.
 
@@ -26,45 +29,37 @@ rowset ids that the committed list does not name (and GC would collect them late
 from __future__ import annotations
 
 import logging
-import random
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import msgspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from galene.catalog.model import Rowset, Table
+from galene.catalog.model import Table
+from galene.load.options import LoadOptions
+from galene.load.parse import convert_arrow
+from galene.load.routing import dedup_last_per_key, route_rows
+from galene.load.tablet_writer import (
+    MAX_ERRORS,
+    TabletFiles,
+    WriteResult,
+    collect_results,
+    result_batch,
+)
 from galene.storage import layout
+from galene.storage.fs import filesystem_for
+from galene.storage.rowset import delete_quietly, storage_schema
 
 log = logging.getLogger(__name__)
 
 # Hidden columns of the shuffled stage of a UNIQUE table's write.
 TABLET_COL = "__galene_tablet"
 ERROR_COL = "__galene_error"
-# A task writes a tablet's buffered rows as one file once they pass this many Arrow bytes
-# (well under storage.rowset.MAX_FILE_BYTES, so a file never needs splitting).
-TASK_FILE_BYTES = 128 << 20
 # Rows a task converts and routes at a time.
 TASK_BATCH_ROWS = 128 * 1024
-# Rows of a rejected-row sample a task sends back, at most.
-TASK_MAX_ERRORS = 50
 
-# What every task returns: one row per file written, and one row (file = NULL) of counts.
-RESULT_SCHEMA = pa.schema(
-    [
-        ("tablet_id", pa.int64()),
-        ("partition_id", pa.int64()),
-        ("file", pa.string()),
-        ("num_rows", pa.int64()),
-        ("data_size", pa.int64()),
-        ("total", pa.int64()),
-        ("filtered", pa.int64()),
-        ("unselected", pa.int64()),
-        ("errors", pa.string()),  # JSON list of [raw row, reason]
-    ]
-)
+# The Spark DDL of the tasks' reports (galene.load.tablet_writer.RESULT_SCHEMA).
 RESULT_DDL = (
     "tablet_id BIGINT, partition_id BIGINT, file STRING, num_rows BIGINT, data_size BIGINT, "
     "total BIGINT, filtered BIGINT, unselected BIGINT, errors STRING"
@@ -84,21 +79,6 @@ class WritePlan(msgspec.Struct, kw_only=True):
     delete_sign: bool = False
 
 
-@dataclass
-class WriteResult:
-    """The uncommitted outcome of one write job."""
-
-    rowsets: list[Rowset]
-    num_total: int = 0
-    num_filtered: int = 0
-    num_unselected: int = 0
-    errors: list[tuple[str, str]] = field(default_factory=list)  # (raw row, reason)
-
-    @property
-    def num_loaded(self) -> int:
-        return sum(r.num_rows for r in self.rowsets)
-
-
 def new_rowset_ids(table: Table) -> dict[int, str]:
     """One fresh rowset id per tablet of `table` for one statement."""
     return {tid: uuid.uuid4().hex for p in table.partitions for tid in p.tablet_ids}
@@ -114,87 +94,7 @@ def shippable(table: Table) -> Table:
 # ---------------------------------------------------------------------------------------
 
 
-class _TabletFiles:
-    """A task's files: rows buffered per tablet, written as a file once big enough."""
-
-    def __init__(self, plan: WritePlan):
-        from galene.storage.fs import filesystem_for
-        from galene.storage.rowset import storage_schema
-
-        self.plan = plan
-        self.fs, self.root = filesystem_for(plan.storage_uri)
-        self.schema = storage_schema(plan.table)
-        self.buffers: dict[int, tuple[int, list[pa.Table], int]] = {}
-        self.written: list[tuple[int, int, str, int, int]] = []  # tablet, partition, file, rows, size
-
-    def add(self, per_tablet: dict[int, tuple[int, pa.Table]]) -> None:
-        for tid, (pid, rows) in per_tablet.items():
-            if not rows.num_rows:
-                continue
-            _, parts, size = self.buffers.get(tid, (pid, [], 0))
-            parts.append(rows)
-            size += rows.nbytes
-            self.buffers[tid] = (pid, parts, size)
-            if size >= TASK_FILE_BYTES:
-                self._flush(tid)
-
-    def _flush(self, tid: int) -> None:
-        from galene.storage.rowset import write_segment
-
-        pid, parts, nbytes = self.buffers.pop(tid)
-        data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        path, size = write_segment(
-            self.fs,
-            self.root,
-            self.plan.table,
-            pid,
-            tid,
-            self.plan.rowset_ids[tid],
-            _file_number(),
-            data,
-            nbytes=nbytes,
-        )
-        self.written.append((tid, pid, path, data.num_rows, size))
-
-    def finish(self) -> None:
-        for tid in list(self.buffers):
-            self._flush(tid)
-
-    def discard(self) -> None:
-        from galene.storage.rowset import delete_quietly
-
-        for _, _, f, _, _ in self.written:
-            delete_quietly(self.fs, layout.absolute(self.root, f))
-        self.written = []
-
-
-def _file_number() -> int:
-    # Unique across the tasks and attempts of a statement without any coordination.
-    return random.getrandbits(62)
-
-
-def _result_batch(files: _TabletFiles | None, counts: tuple[int, int, int], errors: list) -> pa.RecordBatch:
-    rows = [] if files is None else files.written
-    n = len(rows) + 1
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([r[0] for r in rows] + [None], pa.int64()),
-            pa.array([r[1] for r in rows] + [None], pa.int64()),
-            pa.array([r[2] for r in rows] + [None], pa.string()),
-            pa.array([r[3] for r in rows] + [None], pa.int64()),
-            pa.array([r[4] for r in rows] + [None], pa.int64()),
-            pa.array([None] * (n - 1) + [counts[0]], pa.int64()),
-            pa.array([None] * (n - 1) + [counts[1]], pa.int64()),
-            pa.array([None] * (n - 1) + [counts[2]], pa.int64()),
-            pa.array([None] * (n - 1) + [msgspec.json.encode(errors[:TASK_MAX_ERRORS]).decode()], pa.string()),
-        ],
-        schema=RESULT_SCHEMA,
-    )
-
-
-def _load_options(plan: WritePlan):
-    from galene.load.options import LoadOptions
-
+def _load_options(plan: WritePlan) -> LoadOptions:
     # Doris' INSERT: strict mode fails the statement on any bad value; otherwise a value that
     # does not convert becomes NULL (and NULL into NOT NULL filters the row).
     opts = LoadOptions(columns=list(plan.columns), strict_mode=plan.strict)
@@ -204,15 +104,12 @@ def _load_options(plan: WritePlan):
 
 
 def _convert_and_route(data: pa.Table, plan: WritePlan, opts, counts: list[int], errors: list):
-    from galene.load.parse import convert_arrow
-    from galene.load.routing import route_rows
-
-    parsed = convert_arrow(data, plan.table, opts, TASK_MAX_ERRORS)
-    routed = route_rows(parsed, plan.table, TASK_MAX_ERRORS, partitions=plan.partitions)
+    parsed = convert_arrow(data, plan.table, opts, MAX_ERRORS)
+    routed = route_rows(parsed, plan.table, MAX_ERRORS, partitions=plan.partitions)
     counts[0] += parsed.num_total
     counts[1] += parsed.num_filtered + routed.num_filtered
     counts[2] += parsed.num_unselected
-    room = TASK_MAX_ERRORS - len(errors)
+    room = MAX_ERRORS - len(errors)
     if room > 0:
         errors.extend([e.raw, e.reason] for e in (list(parsed.errors) + list(routed.errors))[:room])
     return parsed, routed
@@ -241,7 +138,7 @@ def direct_writer(plan_bytes: bytes):
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
         opts = _load_options(plan)
-        files = _TabletFiles(plan)
+        files = TabletFiles(plan.table, plan.storage_uri, plan.rowset_ids)
         counts, errors = [0, 0, 0], []
         try:
             for data in _gathered(batches):
@@ -251,7 +148,7 @@ def direct_writer(plan_bytes: bytes):
         except BaseException:
             files.discard()
             raise
-        yield _result_batch(files, tuple(counts), errors)
+        yield result_batch(files, tuple(counts), errors)
 
     return write
 
@@ -261,8 +158,6 @@ def tablet_tagger(plan_bytes: bytes):
     rows travel as one row each with only the error set (so the second stage counts them)."""
 
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from galene.storage.rowset import storage_schema
-
         plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
         opts = _load_options(plan)
         schema = _tagged_schema(storage_schema(plan.table))
@@ -295,13 +190,11 @@ def dedup_writer(plan_bytes: bytes):
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
 
-        from galene.load.routing import dedup_last_per_key
-
         plan = msgspec.msgpack.decode(plan_bytes, type=WritePlan)
         table = plan.table
         seq = table.sequence_column()
         tablet_partition = {tid: p.id for p in table.partitions for tid in p.tablet_ids}
-        files = _TabletFiles(plan)
+        files = TabletFiles(plan.table, plan.storage_uri, plan.rowset_ids)
         counts, errors = [0, 0, 0], []
         per_tablet: dict[int, list[pa.Table]] = {}
         try:
@@ -313,7 +206,7 @@ def dedup_writer(plan_bytes: bytes):
                 for i in markers.tolist():
                     (c, errs) = msgspec.json.decode(batch.column(ERROR_COL)[i].as_py())
                     counts = [a + b for a, b in zip(counts, c, strict=True)]
-                    room = TASK_MAX_ERRORS - len(errors)
+                    room = MAX_ERRORS - len(errors)
                     errors.extend(errs[: max(0, room)])
                 data = pa.Table.from_batches([batch])
                 if markers.size:
@@ -331,7 +224,7 @@ def dedup_writer(plan_bytes: bytes):
         except BaseException:
             files.discard()
             raise
-        yield _result_batch(files, tuple(counts), errors)
+        yield result_batch(files, tuple(counts), errors)
 
     return write
 
@@ -377,10 +270,8 @@ def write_frame(
     spark = engine.spark()
     try:
         if job_tag:
-            _add_tag(spark, job_tag)
+            add_tag(spark, job_tag)
         if table.keys_type == "UNIQUE_KEYS" and table.key_columns:
-            from galene.storage.rowset import storage_schema
-
             tagged_ddl = _ddl(_tagged_schema(storage_schema(table)), table)
             tagged = df.mapInArrow(tablet_tagger(plan_bytes), tagged_ddl)
             n = max(1, min(sum(len(p.tablet_ids) for p in table.partitions), shuffle_partitions))
@@ -393,8 +284,8 @@ def write_frame(
         raise
     finally:
         if job_tag:
-            _remove_tag(spark, job_tag)
-    result = _collect(records, table, plan.rowset_ids)
+            remove_tag(spark, job_tag)
+    result = collect_results(records, table, plan.rowset_ids)
     # Files of failed task attempts (retried by the engine) are named like the committed ones.
     discard_statement_files(
         storage_uri, table, plan.rowset_ids, keep={f for r in result.rowsets for f in r.files}
@@ -411,44 +302,10 @@ def _ddl(schema: pa.Schema, table: Table) -> str:
     return ", ".join(parts)
 
 
-def _collect(records: pa.Table, table: Table, rowset_ids: dict[int, str]) -> WriteResult:
-    rows = records.to_pylist()
-    by_tablet: dict[int, Rowset] = {}
-    result = WriteResult(rowsets=[])
-    for r in rows:
-        if r["file"] is None:
-            result.num_total += r["total"] or 0
-            result.num_filtered += r["filtered"] or 0
-            result.num_unselected += r["unselected"] or 0
-            if r["errors"] and len(result.errors) < TASK_MAX_ERRORS:
-                result.errors.extend(tuple(e) for e in msgspec.json.decode(r["errors"]))
-            continue
-        tid = r["tablet_id"]
-        rs = by_tablet.get(tid)
-        if rs is None:
-            rs = by_tablet[tid] = Rowset(
-                id=rowset_ids[tid],
-                tablet_id=tid,
-                partition_id=r["partition_id"],
-                schema_version=table.schema_version,  # the tasks wrote `table`'s storage schema
-            )
-        rs.files.append(r["file"])
-        rs.num_rows += r["num_rows"]
-        rs.data_size += r["data_size"]
-    for rs in by_tablet.values():
-        rs.files.sort()
-    result.rowsets = [by_tablet[t] for t in sorted(by_tablet)]
-    result.errors = result.errors[:TASK_MAX_ERRORS]
-    return result
-
-
 def discard_statement_files(storage_uri: str, table: Table, rowset_ids: dict[int, str], keep: set[str]) -> int:
     """Delete the files of a statement's rowset ids under `table`'s directory that are not in
     `keep` (root-relative paths); returns how many. Listing one table directory is bounded by
     the table's files, and runs once per statement."""
-    from galene.storage.fs import filesystem_for
-    from galene.storage.rowset import delete_quietly
-
     fs, root = filesystem_for(storage_uri)
     ids = set(rowset_ids.values())
     base = layout.absolute(root, layout.table_rel_dir(table.db_id, table.id))
@@ -472,14 +329,14 @@ def discard_statement_files(storage_uri: str, table: Table, rowset_ids: dict[int
 # Job tags (cancellation): SparkSession.addTag/interruptTag exist on classic Spark 3.5+ and
 # on Spark Connect; a session without them just cannot be cancelled mid-job.
 
-def _add_tag(spark, tag: str) -> None:
+def add_tag(spark, tag: str) -> None:
     try:
         spark.addTag(tag)
     except Exception:
         log.debug("addTag unsupported", exc_info=True)
 
 
-def _remove_tag(spark, tag: str) -> None:
+def remove_tag(spark, tag: str) -> None:
     try:
         spark.removeTag(tag)
     except Exception:

@@ -3,8 +3,9 @@
 The merge rules are the engine job's (`engine/compaction.py`): DUPLICATE keeps every row;
 UNIQUE keeps per key the row of the highest sequence value (NULL lowest), then the highest
 version, and drops rows whose delete sign is set when the job says so; the files are written
-by the engine tasks' segment writer. A compaction job costs an engine a second or two of CPU
-whatever its size, which a table fed by group commit (a rowset a second, a cumulative
+by the engine tasks' segment writer (`galene.load.tablet_writer`). A compaction job costs an
+engine a second or two of CPU whatever its size, which a table fed by group commit (a rowset a
+second, a cumulative
 compaction every few seconds) paid over and over beside its loads; a merge here takes
 milliseconds. Runs are bounded (`merges_locally`: config `compaction_local_max_mb`), and the
 FE has a BE run them (`POST /api/_internal/compaction/merge`, be/compaction_api.py): data
@@ -19,10 +20,16 @@ from dataclasses import dataclass
 
 import msgspec
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
-from galene.catalog.model import DELETE_SIGN, Rowset, Table
+from galene.catalog.model import DELETE_SIGN, Rowset, Table, key_columns
 from galene.common.errors import GaleneError
-from galene.engine import write as w
+from galene.load.routing import dedup_last_per_key
+from galene.load.tablet_writer import TabletFiles, WriteResult, collect_results, result_batch
+from galene.storage import layout
+from galene.storage.fs import filesystem_for
+from galene.storage.rowset import read_rowset, storage_schema
 
 
 @dataclass
@@ -45,21 +52,10 @@ def new_rowset_ids(jobs: list[TabletCompaction]) -> dict[int, str]:
     return {j.tablet_id: uuid.uuid4().hex for j in jobs}
 
 
-def key_columns(table: Table) -> list[str]:
-    if table.key_columns:
-        return list(table.key_columns)
-    return [c.name for c in table.columns if c.is_key]
-
-
 def check_inputs(storage_uri: str, table: Table, jobs: list[TabletCompaction]) -> None:
     """Raise if a file of the runs is missing. Apache Spark fails a read of a missing file, but
     Sail reads it as empty: the merged rowset would then drop its rows without a word. One
     listing per tablet directory (not a request per file, which an object store bills)."""
-    import pyarrow.fs as pafs
-
-    from galene.storage import layout
-    from galene.storage.fs import filesystem_for
-
     fs, root = filesystem_for(storage_uri)
     for j in jobs:
         directory = layout.tablet_dir(root, table.db_id, table.id, j.partition_id, j.tablet_id)
@@ -103,23 +99,15 @@ def merges_locally(table: Table, jobs: list[TabletCompaction], max_bytes: int) -
 
 def compact_locally(
     table: Table, jobs: list[TabletCompaction], storage_uri: str, rowset_ids: dict[int, str]
-) -> w.WriteResult:
+) -> WriteResult:
     """The merge of `merged_frame` for DUPLICATE/UNIQUE runs `merges_locally` takes, with
     pyarrow: each tablet's rowsets read oldest first; DUPLICATE keeps every row (streamed into
     the tablet's files); UNIQUE keeps per key the row of the highest sequence value (NULL
     lowest), then the highest version — the BE's `dedup_last_per_key` over the run's rows in
     version order — and drops rows whose delete sign is set when the job says so. Written by
-    the engine tasks' segment writer (`write._TabletFiles`), each tablet's last file before the
+    the engine tasks' segment writer (`tablet_writer.TabletFiles`), each tablet's last file before the
     next tablet is read; on any failure the files written are deleted."""
-    import pyarrow.compute as pc
-
-    from galene.load.routing import dedup_last_per_key
-    from galene.storage.rowset import read_rowset, storage_schema
-
-    plan = w.WritePlan(
-        table=w.shippable(table), storage_uri=storage_uri, columns=[], rowset_ids=dict(rowset_ids)
-    )
-    files = w._TabletFiles(plan)
+    files = TabletFiles(table, storage_uri, dict(rowset_ids))
     schema = storage_schema(table)
     seq = table.sequence_column()
     keys = key_columns(table) if table.keys_type == "UNIQUE_KEYS" else []
@@ -144,7 +132,7 @@ def compact_locally(
     except BaseException:
         files.discard()
         raise
-    return w._collect(pa.Table.from_batches([w._result_batch(files, (0, 0, 0), [])]), table, rowset_ids)
+    return collect_results(pa.Table.from_batches([result_batch(files, (0, 0, 0), [])]), table, rowset_ids)
 
 
 def compact_small_run(
