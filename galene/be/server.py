@@ -23,12 +23,12 @@ from galene.be.forward import HOP_HEADER, Forwarder
 from galene.be.group_commit import GroupCommitManager
 from galene.be.health import BeHealth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
+from galene.be.stream_load_2pc import handle_be_2pc
 from galene.be.wal_replica import ReplicaStore
 from galene.common.debug_points import DebugPoints
 from galene.common.errors import LoadError
 from galene.config import Config
 from galene.load.headers import parse_basic_auth
-from galene.load.two_phase import handle_be_2pc
 from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages

@@ -4,7 +4,7 @@
 `txn_operation: commit|abort` commits or aborts a load that was sent with
 `two_phase_commit: true` (left PRECOMMITTED). Both the FE and the BE answer it; the
 decision is the FE's (`CatalogService.commit_txn_2pc` / `abort_txn_2pc`), so the BE
-forwards the request to the FE's internal API and relays the answer.
+forwards the request to the FE's internal API and relays the answer (`galene.be.stream_load_2pc`).
 
 This module owns the header vocabulary, the validation order and the reply texts, shared
 by both sides so that FE and BE answer byte for byte alike:
@@ -15,13 +15,10 @@ by both sides so that FE and BE answer byte for byte alike:
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
-
-log = logging.getLogger(__name__)
 
 OPERATIONS = ("commit", "abort")
 
@@ -114,33 +111,3 @@ def json_reply(body: dict, status: int = 200) -> web.Response:
     return web.Response(
         status=status, text=json.dumps(body, indent=4) + "\n", content_type="application/json"
     )
-
-
-async def handle_be_2pc(be, request: web.Request) -> web.Response:
-    """BE handler: validate, then let the FE decide (it owns transactions) and relay."""
-    from galene.load.headers import parse_basic_auth  # the BE's stream-load auth reading
-
-    try:
-        req = parse_request(request.match_info.get("db", ""), request.headers)
-        auth = parse_basic_auth(request.headers.get("Authorization"))
-        if auth is None and request.url.user is not None:
-            auth = (request.url.user, request.url.password or "")
-        if auth is None:
-            raise TwoPhaseError("INTERNAL_ERROR", "no valid Basic authorization")
-        status, body = await be.fe_call(
-            "POST",
-            "/api/_internal/txn/2pc",
-            {**req.to_payload(), "user": auth[0], "password": auth[1]},
-        )
-        if status != 200 or not isinstance(body, dict) or "status" not in body:
-            raise TwoPhaseError(
-                "INTERNAL_ERROR", f"FE call /api/_internal/txn/2pc failed: HTTP {status} {body}"
-            )
-        return json_reply({"status": body["status"], "msg": body.get("msg", "")})
-    except TwoPhaseError as e:
-        return json_reply(e.reply())
-    except (TimeoutError, ConnectionError, OSError) as e:
-        return json_reply({"status": "INTERNAL_ERROR", "msg": f"FE unreachable: {e}"})
-    except Exception as e:  # a malformed request must get a reply, never a 500
-        log.exception("stream load 2pc failed")
-        return json_reply({"status": "INTERNAL_ERROR", "msg": f"{type(e).__name__}: {e}"})
