@@ -5,8 +5,8 @@ registered per session with `spark.dataSource.register`; Apache Spark and Sail b
 the file formats of Doris' S3 TVF (csv, csv_with_names, csv_with_names_and_types, json,
 parquet; compressed or not) parsed into Arrow, schema inference from the first file (CSV
 columns are `c1, c2, …` as in Doris; JSON columns are the first object's keys; CSV and JSON
-values are strings, Parquet keeps its types), and the packing of many small files into few
-partitions.
+values are strings — a JSON value's text is the stream load's, `galene.load.json_text` —,
+Parquet keeps its types), and the packing of many small files into few partitions.
 
 The FE lists the files (through `galene.load.objectstore`, with deadlines) and hands the
 list to the source; the engine's tasks read them through the same IO layer, so every open and
@@ -16,7 +16,6 @@ and an engine reading s3:// by itself would not honour them). No data row passes
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from galene.common.errors import AnalysisError, GaleneError
+from galene.load.json_text import EXACT_JSON, json_value_text
 from galene.load.objectstore import FileEntry, ObjectStore, ObjectStoreError, SourceSpec
 
 log = logging.getLogger(__name__)
@@ -146,11 +146,11 @@ def _json_docs(spec: SourceSpec, name: str, data: bytes) -> list:
             for no, line in enumerate(data.splitlines(), 1):
                 if line.strip():
                     try:
-                        docs.append(descend(msgspec.json.decode(line)))
+                        docs.append(descend(EXACT_JSON.decode(line)))
                     except msgspec.DecodeError as e:
                         raise _malformed(spec, name, f"invalid JSON at line {no}: {e}") from None
             return docs
-        doc = descend(msgspec.json.decode(data))
+        doc = descend(EXACT_JSON.decode(data))
     except msgspec.DecodeError as e:
         raise _malformed(spec, name, f"invalid JSON: {e}") from None
     if spec.strip_outer_array:
@@ -158,18 +158,6 @@ def _json_docs(spec: SourceSpec, name: str, data: bytes) -> list:
             raise _malformed(spec, name, "strip_outer_array is true but the document is not an array")
         return doc
     return doc if isinstance(doc, list) else [doc]
-
-
-def _json_text(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
-    return msgspec.json.encode(value).decode()
 
 
 def _json_table(spec: SourceSpec, name: str, data: bytes, names: list[str] | None) -> pa.Table:
@@ -182,7 +170,7 @@ def _json_table(spec: SourceSpec, name: str, data: bytes, names: list[str] | Non
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
             raise _malformed(spec, name, f"row {i + 1} is not a JSON object")
-    return pa.table({n: pa.array([_json_text(d.get(n)) for d in docs], pa.string()) for n in names})
+    return pa.table({n: pa.array([json_value_text(d.get(n)) for d in docs], pa.string()) for n in names})
 
 
 def _parquet_table(spec: SourceSpec, name: str, data: bytes, schema: pa.Schema | None) -> pa.Table:

@@ -127,6 +127,50 @@ def test_json_formats(galene, db):
     assert rows[3][2] is None
 
 
+# Values a STRING column can get from JSON: nested object, array, float, big integer, a number
+# with more digits than a double keeps, an exponent, unicode, null, a boolean.
+JSON_VALUES = (
+    b'{"k": 1, "v": {"a": 1, "b": [1, 2.50, {"c": null}], "d": "\\u00e9"}}\n'
+    b'{"k": 2, "v": [1, "x", true, 0.1]}\n'
+    b'{"k": 3, "v": 1.5}\n'
+    b'{"k": 4, "v": 123456789012345678901234567890}\n'
+    b'{"k": 5, "v": 12345.678901234567890123}\n'
+    b'{"k": 6, "v": 1e5}\n'
+    b'{"k": 7, "v": "h\xc3\xa9llo \xe2\x98\x83 \\ud834\\udd1e"}\n'
+    b'{"k": 8, "v": null}\n'
+    b'{"k": 9, "v": false}\n'
+)
+
+
+def test_json_values_get_the_same_text_by_stream_load_and_by_the_s3_table_function(galene, db, tmp_path):
+    """One JSON value → text rule: the same JSON gives a STRING column the same text whether it is
+    stream loaded or read by S3() (the path of INSERT … SELECT FROM S3() and streaming jobs)."""
+    _table(galene, db, "(k INT, v STRING) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1")
+    reply = galene.stream_load(db, "t", JSON_VALUES, {"format": "json"})
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 9, reply
+    loaded = galene.query("SELECT k, v FROM t ORDER BY k", db)
+    path = tmp_path / "values.json"
+    path.write_bytes(JSON_VALUES)
+    source = f'"uri"="file://{path}", "format"="json"'
+    read = galene.query(f"SELECT CAST(k AS INT), v FROM S3({source}) ORDER BY CAST(k AS INT)", db)
+    assert [tuple(r) for r in read] == [tuple(r) for r in loaded]
+    # Numbers keep their digits, nested values their JSON text.
+    assert [v for _, v in loaded] == [
+        '{"a":1,"b":[1,2.50,{"c":null}],"d":"\u00e9"}',
+        '[1,"x",true,0.1]',
+        "1.5",
+        "123456789012345678901234567890",
+        "12345.678901234567890123",
+        "100000",
+        "h\u00e9llo \u2603 \U0001d11e",
+        None,
+        "false",
+    ]
+    galene.query("CREATE TABLE t2 LIKE t", db)
+    galene.query(f"INSERT INTO t2 SELECT CAST(k AS INT), v FROM S3({source})", db)
+    assert galene.query("SELECT k, v FROM t2 ORDER BY k", db) == loaded
+
+
 @pytest.mark.parametrize(
     "body,headers,fragment",
     [

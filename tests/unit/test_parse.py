@@ -728,3 +728,43 @@ def test_clock_defaults_with_a_precision_take_the_loads_start_time():
     got = rows(parse_body(b"1\n2\n", table, opts))
     # the load's clock in its time zone (Asia/Shanghai by default), at the column's precision
     assert [r["t"] for r in got] == [dt.datetime(2024, 5, 6, 15, 8, 9, 123000)] * 2
+
+
+# One JSON document, the values a text column can get from it: nested object, array, float,
+# big integer, a number with more digits than a double keeps, an exponent, unicode, null.
+JSON_VALUES = (
+    b'{"k": 1, "v": {"a": 1, "b": [1, 2.50, {"c": null}], "d": "\\u00e9"}}\n'
+    b'{"k": 2, "v": [1, "x", true, 0.1]}\n'
+    b'{"k": 3, "v": 1.5}\n'
+    b'{"k": 4, "v": 123456789012345678901234567890}\n'
+    b'{"k": 5, "v": 12345.678901234567890123}\n'
+    b'{"k": 6, "v": 1e5}\n'
+    b'{"k": 7, "v": "h\xc3\xa9llo \xe2\x98\x83 \\ud834\\udd1e"}\n'
+    b'{"k": 8, "v": null}\n'
+    b'{"k": 9, "v": false}\n'
+)
+
+
+def test_json_values_become_the_same_text_in_a_stream_load_and_in_s3_files():
+    """One JSON value → text rule: a stream load and the S3 table function / streaming jobs
+    (which read files with engine/s3source) give a value the same text."""
+    from galene.engine.s3source import parse_file
+    from galene.load.objectstore import parse_source
+
+    table = make_table([col("k", "int"), col("v", "string")])
+    loaded = {r["k"]: r["v"] for r in rows(parse_body(JSON_VALUES, table, LoadOptions(format="json")))}
+    spec = parse_source({"uri": "s3://bkt/p/*.json", "format": "json"})
+    read = {int(r["k"]): r["v"] for r in parse_file(spec, "p/a.json", JSON_VALUES, None).to_pylist()}
+    assert read == loaded
+    # Numbers keep their digits, nested values their JSON text.
+    assert loaded == {
+        1: '{"a":1,"b":[1,2.50,{"c":null}],"d":"\u00e9"}',
+        2: '[1,"x",true,0.1]',
+        3: "1.5",
+        4: "123456789012345678901234567890",
+        5: "12345.678901234567890123",
+        6: "100000",
+        7: "h\u00e9llo \u2603 \U0001d11e",
+        8: None,
+        9: "false",
+    }
