@@ -45,13 +45,8 @@ import msgspec
 import pyarrow as pa
 
 from galene.be.ingest_worker import IngestWorker, IngestWorkerError, RemoteWalWriter
-from galene.be.stream_load import (
-    StreamLoadReply,
-    new_label,
-    read_and_parse,
-    read_body,
-    storage_answer,
-)
+from galene.be.load_body import read_and_parse, read_body
+from galene.be.stream_load import StreamLoadReply, new_label, storage_answer
 from galene.be.wal import (
     WalFile,
     WalWriter,

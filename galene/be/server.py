@@ -22,7 +22,8 @@ from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
 from galene.be.group_commit import GroupCommitManager
 from galene.be.health import BeHealth
-from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body
+from galene.be.load_body import read_body
+from galene.be.stream_load import StreamLoadReply, execute_stream_load
 from galene.be.stream_load_2pc import handle_be_2pc
 from galene.be.wal_replica import ReplicaStore
 from galene.common.debug_points import DebugPoints

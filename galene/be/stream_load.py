@@ -2,9 +2,11 @@
 
 Flow (as in Doris): begin a transaction at the FE under the label (so a reused label is
 answered before any data is read), read the body within `streaming_load_max_mb`, parse and
-convert it with Arrow (`galene.load.parse`), route rows to tablets, write Parquet rowsets,
-check `max_filter_ratio`, then ask the FE to commit. Any failure after begin aborts the
-transaction and deletes the files written, so nothing partial ever becomes visible.
+convert it with Arrow (`galene.load.parse`; `be/load_body.py` reads and parses the body, block
+by block while it arrives), route rows to tablets, write Parquet rowsets, check
+`max_filter_ratio` (`galene.load.verdict`), then ask the FE to commit (`be/fe_txn.py`). Any
+failure after begin aborts the transaction and deletes the files written, so nothing partial
+ever becomes visible.
 
 When the FE cannot be reached (a deadline passed or the connection failed, e.g. a black hole
 between the BE and the FE in the middle of a body), the client gets its error at once, naming
@@ -16,7 +18,6 @@ outcome is unknown, the files are deleted only once the FE says the txn is abort
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 import time
@@ -24,23 +25,23 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import msgspec
-import pyarrow as pa
 
+from galene.be.fe_txn import FeTxnClient
+from galene.be.load_body import StreamedLoad, read_and_parse
 from galene.catalog.model import Rowset, Table
 from galene.common.errors import GaleneError, LoadError
-from galene.load.bounds import BodyLimits, body_too_big, inflate, line_too_long
+from galene.load.bounds import BodyLimits
 from galene.load.headers import read_load_headers
-from galene.load.options import COMPRESS_CODECS, LoadOptions
-from galene.load.parse import ParsedBatch, parse_body
-from galene.load.routing import dedup_last_per_key, route_rows
+from galene.load.options import LoadOptions
+from galene.load.parse import ParsedBatch
+from galene.load.routing import route_rows
 from galene.load.source import RowError
 from galene.load.verdict import TOO_MANY_FILTERED, filter_ratio_exceeded
 from galene.net import inflight
 from galene.net.client import RpcUnavailable
 from galene.net.deadline import DeadlineExceeded
-from galene.storage.rowset import RowsetBuilder, delete_rowset_files, write_rowsets
+from galene.storage.rowset import delete_rowset_files, write_rowsets
 
 log = logging.getLogger(__name__)
 
@@ -119,412 +120,6 @@ class StreamLoadReply:
 def new_label() -> str:
     # Doris' generated labels look like UUIDs with underscores.
     return str(uuid.uuid4()).replace("-", "_")
-
-
-# Aborts of begins that got no answer, still retrying (kept referenced until done).
-_UNANSWERED_BEGINS: set[asyncio.Task] = set()
-MAX_UNANSWERED_BEGINS = 256
-
-
-class FeTxnClient:
-    """The BE's view of the FE transaction API (all calls go through the deadline client)."""
-
-    def __init__(self, be):
-        self.be = be
-
-    async def _call(self, path: str, payload: dict, timeout_s: float | None = None) -> dict:
-        try:
-            status, body = await self.be.fe_call("POST", path, payload, timeout_s=timeout_s)
-        except RpcUnavailable as e:
-            e.call = f"POST {path}"  # type: ignore[attr-defined] - named in the load's error
-            raise
-        if status != 200 or not isinstance(body, dict):
-            raise LoadError(f"FE call {path} failed: HTTP {status} {body}")
-        return body
-
-    async def begin(
-        self, db: str, table: str, label: str, user: str, password: str, timeout_s: int
-    ) -> tuple[int, Table]:
-        try:
-            body = await self._call(
-                "/api/_internal/txn/begin",
-                {
-                    "db": db,
-                    "table": table,
-                    "label": label,
-                    "user": user,
-                    "password": password,
-                    "timeout_s": timeout_s,
-                    "backend_id": self.be.backend_id,
-                },
-            )
-        except (DeadlineExceeded, RpcUnavailable) as e:
-            # The FE may have begun the txn and only its answer be lost: unaborted, it would
-            # hold the label (a retry: "Label Already Exists") until its timeout, 3 days. Not
-            # when the call never connected; and bounded, so an FE outage does not pile up
-            # retries (the FE's own coordinator-txn aborts and timeouts cover the rest).
-            connected = not isinstance(e.__cause__, aiohttp.ClientConnectorError)
-            if connected and len(_UNANSWERED_BEGINS) < MAX_UNANSWERED_BEGINS:
-                task = asyncio.ensure_future(self._abort_unanswered_begin(db, label, time.time()))
-                _UNANSWERED_BEGINS.add(task)
-                task.add_done_callback(_UNANSWERED_BEGINS.discard)
-            raise
-        if body.get("status") != "OK":
-            err = LoadError(
-                body.get("message", "begin transaction failed"), status=body.get("load_status", "Fail")
-            )
-            err.existing_status = body.get("existing_status")  # type: ignore[attr-defined]
-            err.txn_id = body.get("txn_id", 0)  # type: ignore[attr-defined]
-            raise err
-        return int(body["txn_id"]), msgspec.convert(body["table"], Table)
-
-    async def _abort_unanswered_begin(self, db: str, label: str, gave_up: float, for_s: float = 120.0) -> None:
-        """Abort the txn a begin without an answer may have left under `label` (a PREPARE txn
-        of this BE begun before `gave_up`, wall clock: not a retry's), retrying while the FE
-        cannot be reached, for `for_s` at most."""
-        until = time.monotonic() + for_s
-        reason = "begin transaction got no answer at the BE; the load was not loaded"
-        while time.monotonic() < until:
-            try:
-                body = await self._call(
-                    "/api/_internal/txn/abort_label",
-                    {
-                        "db": db,
-                        "label": label,
-                        "backend_id": self.be.backend_id,
-                        "begun_before": gave_up,
-                        "reason": reason,
-                    },
-                    timeout_s=min(5.0, self.be.cfg.rpc_timeout_ms / 1000),
-                )
-                log.info("unanswered begin of label %s: txn %s", label, body.get("txn_status"))
-                return
-            except (DeadlineExceeded, RpcUnavailable, LoadError) as e:
-                log.info("abort of unanswered begin of label %s: %s; retrying", label, e)
-                await asyncio.sleep(2.0)
-
-    async def commit(
-        self, txn_id: int, rowsets: list[Rowset], num_rows: int, load_bytes: int, two_phase: bool
-    ) -> None:
-        body = await self._call(
-            "/api/_internal/txn/commit",
-            {
-                "txn_id": txn_id,
-                "rowsets": msgspec.to_builtins(rowsets),
-                "num_rows": num_rows,
-                "load_bytes": load_bytes,
-                "two_phase": two_phase,
-            },
-        )
-        if body.get("status") != "OK":
-            raise LoadError(body.get("message", "commit failed"))
-
-    async def abort(self, txn_id: int, reason: str) -> None:
-        try:
-            await self._call("/api/_internal/txn/abort", {"txn_id": txn_id, "reason": reason})
-        except Exception as e:  # noqa: BLE001 - the FE's txn timeout aborts it later; files are cleaned below / by GC
-            log.warning("abort of txn %s failed: %s", txn_id, e)
-
-    async def abort_until_answered(self, txn_id: int, reason: str, until: float) -> bool | None:
-        """Abort `txn_id`, retrying while the FE cannot be reached, until `until` (monotonic).
-
-        True once the FE says the txn is aborted, False when it says it committed (so its files
-        must stay), None when it never answered (its own txn timeout aborts it)."""
-        while True:
-            try:
-                body = await self._call(
-                    "/api/_internal/txn/abort",
-                    {"txn_id": txn_id, "reason": reason},
-                    timeout_s=min(2.0, self.be.cfg.rpc_timeout_ms / 1000),
-                )
-                return body.get("status") == "OK"
-            except (DeadlineExceeded, RpcUnavailable) as e:
-                if time.monotonic() + 0.5 >= until:
-                    log.warning("abort of txn %s never answered: %s", txn_id, e)
-                    return None
-                await asyncio.sleep(0.5)
-            except Exception as e:  # noqa: BLE001 - an answer that is not OK: leave it to the FE's timeout
-                log.warning("abort of txn %s failed: %s", txn_id, e)
-                return False
-
-
-def _check_declared_size(request, max_bytes: int, key: str = "streaming_load_max_mb") -> None:
-    declared = request.content_length
-    if declared is not None and declared > max_bytes:
-        raise body_too_big(str(declared), max_bytes, key)
-
-
-async def read_body(request, max_bytes: int, key: str = "streaming_load_max_mb") -> bytes:
-    """Read the whole request body (Content-Length or chunked), refusing more than max_bytes
-    (`key` names the config key that sets it)."""
-    _check_declared_size(request, max_bytes, key)
-    content = request.content
-    if content.is_eof():
-        # The whole (small) body came with the headers: take it without the async iterator,
-        # a cost thousands of small loads a second pay.
-        body = content.read_nowait(-1)
-        if len(body) > max_bytes:
-            raise body_too_big(str(len(body)), max_bytes, key)
-        return body
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in request.content.iter_chunked(1 << 20):
-        total += len(chunk)
-        if total > max_bytes:
-            raise body_too_big(f"> {max_bytes}", max_bytes, key)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-# Plain CSV bodies are cut at line boundaries into blocks of this size and each block is
-# parsed while the next one is still arriving, so reading the socket and parsing overlap.
-PIPELINE_BLOCK_BYTES = 32 << 20
-# ... or at this many lines, whichever comes first: parsing and routing a block costs memory
-# per row besides its text (measured: ~120 MB per 1M CSV rows, ~150 MB per 1M JSON lines, so
-# 32 MB of 4-byte CSV rows, 8M of them, peaked at ~500 MB).
-PIPELINE_BLOCK_LINES = {"csv": 1 << 20, "json": 1 << 18}
-# Bodies declared (Content-Length) at most this big are parsed inline, without a thread hop.
-INLINE_PARSE_MAX_BYTES = 16 << 10
-
-
-def split_delimiter(opts: LoadOptions) -> bytes | None:
-    """The delimiter a body of this load can be cut at into blocks parsed on their own, or None.
-
-    Plain CSV (no header line, no enclosed fields) and JSON read by line qualify, compressed or
-    not; other bodies are parsed whole."""
-    if (
-        opts.format == "csv"
-        and not opts.skip_lines
-        and not opts.enclose
-        and not getattr(opts, "trim_double_quotes", False)
-    ):
-        return opts.line_delimiter
-    if opts.format == "json" and opts.json_by_line and not opts.strip_outer_array:
-        return b"\n"
-    return None
-
-
-async def _plain_chunks(request, max_bytes: int, key: str):
-    """The body as it arrives, refusing more than max_bytes."""
-    _check_declared_size(request, max_bytes, key)
-    total = 0
-    async for chunk in request.content.iter_chunked(1 << 20):
-        total += len(chunk)
-        if total > max_bytes:
-            raise body_too_big(f"> {max_bytes}", max_bytes, key)
-        yield chunk
-
-
-async def _inflated_blocks(compressed: bytes, max_bytes: int, codec: str, key: str):
-    """A compressed body inflated a block at a time in a worker thread: memory holds the
-    compressed bytes and one block, and max_bytes counts the inflated bytes."""
-    blocks = inflate(compressed, codec, max_bytes, key=key)
-    while (block := await asyncio.to_thread(next, blocks, None)) is not None:
-        yield block
-
-
-async def read_and_parse(
-    request, limits: BodyLimits, table: Table, opts: LoadOptions, max_error_rows: int, be=None
-) -> tuple[ParsedBatch | StreamedLoad, int]:
-    """Read the body (within `limits`) and parse it; returns the parsed batch and the body's
-    size as received.
-
-    Bodies that can be cut at line ends (`split_delimiter`) are parsed block by block while
-    they arrive (or while they inflate). With `be` given, a DUPLICATE KEY table's blocks are
-    also routed and written as they come (`StreamedLoad`): memory stays bounded by a few
-    blocks and writing overlaps reading. UNIQUE and AGG tables merge rows within a load, so
-    they keep their parsed blocks until the end.
-    """
-    max_bytes, key = limits.max_body_bytes, limits.max_body_key
-    declared = request.content_length
-    delim = split_delimiter(opts)
-    tiny = declared is not None and declared <= INLINE_PARSE_MAX_BYTES and not opts.compress_type
-    if tiny:
-        # A tiny body (the many small loads of logging/IoT clients) is parsed on the event
-        # loop: handing it to a worker thread costs more than parsing it.
-        body = await read_body(request, max_bytes, key)
-        return parse_body(body, table, opts, max_error_rows, limits), len(body)
-    if delim is None:
-        body = await read_body(request, max_bytes, key)
-        return await asyncio.to_thread(parse_body, body, table, opts, max_error_rows, limits), len(body)
-    received: int | None = None  # None: count the plain bytes as they go by
-    if opts.compress_type:
-        # However small, a compressed body goes block by block: 16 KB can inflate to gigabytes.
-        compressed = await read_body(request, max_bytes, key)
-        received = len(compressed)
-        source = _inflated_blocks(compressed, max_bytes, COMPRESS_CODECS[opts.compress_type], key)
-        del compressed
-        block_opts = copy.copy(opts)  # the blocks are plain bytes
-        block_opts.compress_type = None
-    else:
-        source = _plain_chunks(request, max_bytes, key)
-        block_opts = opts
-    builder = (
-        RowsetBuilder(be.fs, be.root, table) if be is not None and table.keys_type == "DUP_KEYS" else None
-    )
-    pending: list[asyncio.Future] = []
-    results: list = []  # ParsedBatch per block, or _BlockResult per block when streaming
-    chunks: list[bytes] = []  # joined once per block: appending to one growing buffer is quadratic
-    buffered = 0
-    consumed = 0  # bytes of the (inflated) body handed to blocks so far
-
-    async def submit(block: bytes) -> None:
-        if builder is None:
-            job = asyncio.to_thread(_parse_kept_block, block, table, block_opts, max_error_rows, limits)
-        else:
-            job = asyncio.to_thread(
-                _parse_route_write, block, table, block_opts, max_error_rows, builder, limits
-            )
-        pending.append(asyncio.ensure_future(job))
-        # Backpressure: with this many blocks in flight, stop reading the socket until the
-        # oldest is done (bounds memory; the CPU is busy anyway).
-        if len(pending) >= STREAM_MAX_BLOCKS_IN_FLIGHT:
-            results.append(await pending.pop(0))
-
-    lines = 0  # line delimiters in the buffered chunks
-    max_lines = PIPELINE_BLOCK_LINES[opts.format]
-    try:
-        async for chunk in source:
-            chunks.append(chunk)
-            buffered += len(chunk)
-            lines += chunk.count(delim)
-            if buffered >= PIPELINE_BLOCK_BYTES or lines >= max_lines:
-                block, rest = _cut_block(chunks, delim)
-                if block is None:  # one enormous line so far: keep accumulating, up to the limit
-                    if buffered > limits.max_line_bytes:
-                        raise line_too_long(limits.max_line_bytes, consumed)
-                    continue
-                chunks, buffered, lines = ([rest], len(rest), 0) if rest else ([], 0, 0)
-                consumed += len(block)
-                await submit(block)
-        if chunks:
-            await submit(b"".join(chunks))
-        while pending:
-            results.append(await pending.pop(0))
-    except BaseException:
-        for f in pending:
-            f.cancel()
-        if builder is not None:
-            # Blocks still being written in worker threads delete their own files.
-            await asyncio.to_thread(builder.discard)
-        raise
-    body_len = consumed + buffered if received is None else received
-    if builder is not None:
-        return StreamedLoad.combine(results, builder, max_error_rows), body_len
-    if not results:
-        return await asyncio.to_thread(parse_body, b"", table, opts, max_error_rows, limits), 0
-    return _concat_batches(results, max_error_rows), body_len
-
-
-def _parse_kept_block(
-    block: bytes, table: Table, opts: LoadOptions, max_error_rows: int, limits: BodyLimits
-) -> ParsedBatch:
-    """Worker thread: parse one block of a load whose rows are kept until its end. A UNIQUE
-    KEY table's block keeps only its last row per key (the rule route_rows applies to the
-    whole load, so applying it per block first changes nothing): a body that repeats a few
-    keys, such as a decompression bomb, holds a few rows, not its inflated size."""
-    batch = parse_body(block, table, opts, max_error_rows, limits)
-    if table.keys_type == "UNIQUE_KEYS" and table.key_columns and batch.data.num_rows:
-        seq = table.sequence_column()
-        batch.data = dedup_last_per_key(batch.data, table.key_columns, seq.name if seq is not None else None)
-    return batch
-
-
-def _cut_block(chunks: list[bytes], delim: bytes) -> tuple[bytes | None, bytes]:
-    """The received chunks as one block ending at their last line delimiter, and the rest.
-
-    The delimiter is looked for in the last chunk first, so the block is assembled with one
-    copy (joining the whole and slicing it again copied each 32 MB block twice). Returns
-    (None, b"") when there is no delimiter at all yet; `chunks` is then left as one piece."""
-    last = chunks[-1]
-    pos = last.rfind(delim)
-    if pos >= 0:
-        pos += len(delim)
-        block = b"".join([*chunks[:-1], last[:pos]]) if len(chunks) > 1 else last[:pos]
-        return block, last[pos:]
-    data = b"".join(chunks)  # the delimiter is further back, or spans two chunks
-    cut = data.rfind(delim)
-    if cut < 0:
-        chunks[:] = [data]
-        return None, b""
-    cut += len(delim)
-    return data[:cut], data[cut:]
-
-
-# A streamed load keeps at most this many blocks between the socket and the files.
-STREAM_MAX_BLOCKS_IN_FLIGHT = 2
-
-
-@dataclass
-class _BlockResult:
-    """What one streamed block left behind once its rows were written."""
-
-    num_total: int
-    num_filtered: int  # rejected by parsing or by routing (no partition)
-    num_unselected: int
-    parse_errors: list[RowError]
-    route_errors: list[RowError]
-
-
-def _parse_route_write(
-    block: bytes,
-    table: Table,
-    opts: LoadOptions,
-    max_error_rows: int,
-    builder: RowsetBuilder,
-    limits: BodyLimits,
-) -> _BlockResult:
-    """Worker thread: parse one block, route it, write its rows as one more segment per tablet."""
-    batch = parse_body(block, table, opts, max_error_rows, limits)
-    del block
-    routed = route_rows(batch, table, partitions=opts.partitions)
-    builder.add(routed.per_tablet)
-    return _BlockResult(
-        num_total=batch.num_total,
-        num_filtered=batch.num_filtered + routed.num_filtered,
-        num_unselected=batch.num_unselected,
-        parse_errors=batch.errors,
-        route_errors=routed.errors,
-    )
-
-
-@dataclass
-class StreamedLoad:
-    """A body already parsed, routed and written (uncommitted) while it arrived."""
-
-    builder: RowsetBuilder
-    num_total: int
-    num_filtered: int
-    num_unselected: int
-    errors: list[RowError]
-
-    @classmethod
-    def combine(cls, blocks: list[_BlockResult], builder: RowsetBuilder, max_error_rows: int) -> StreamedLoad:
-        # Parse errors first, then routing errors, as the whole-load path reports them.
-        errors = [e for b in blocks for e in b.parse_errors][:max_error_rows]
-        errors += [e for b in blocks for e in b.route_errors]
-        return cls(
-            builder=builder,
-            num_total=sum(b.num_total for b in blocks),
-            num_filtered=sum(b.num_filtered for b in blocks),
-            num_unselected=sum(b.num_unselected for b in blocks),
-            errors=errors[:max_error_rows],
-        )
-
-
-def _concat_batches(batches: list[ParsedBatch], max_error_rows: int) -> ParsedBatch:
-    if len(batches) == 1:
-        return batches[0]
-    errors: list[RowError] = []
-    for b in batches:
-        errors.extend(b.errors[: max(0, max_error_rows - len(errors))])
-    return ParsedBatch(
-        data=pa.concat_tables([b.data for b in batches]),
-        num_total=sum(b.num_total for b in batches),
-        num_filtered=sum(b.num_filtered for b in batches),
-        num_unselected=sum(b.num_unselected for b in batches),
-        errors=errors,
-    )
 
 
 async def execute_stream_load(be, request, db: str, table_name: str) -> StreamLoadReply:

@@ -707,19 +707,19 @@ def test_merge_type_and_sequence_errors_use_doris_texts():
 
 
 def test_blocks_are_cut_at_the_last_line_delimiter_with_the_rest_kept():
-    from galene.be.stream_load import _cut_block
+    from galene.be.load_body import cut_block
 
-    assert _cut_block([b"1,a\n2,b\n3,", b"c\n4,d\n5,e"], b"\n") == (b"1,a\n2,b\n3,c\n4,d\n", b"5,e")
+    assert cut_block([b"1,a\n2,b\n3,", b"c\n4,d\n5,e"], b"\n") == (b"1,a\n2,b\n3,c\n4,d\n", b"5,e")
     # only an earlier chunk holds a delimiter
-    assert _cut_block([b"1,a\n2,", b"bbbb"], b"\n") == (b"1,a\n", b"2,bbbb")
+    assert cut_block([b"1,a\n2,", b"bbbb"], b"\n") == (b"1,a\n", b"2,bbbb")
     # a multi-byte delimiter split across two chunks
-    assert _cut_block([b"1,a||2,b|", b"|3,c"], b"||") == (b"1,a||2,b||", b"3,c")
+    assert cut_block([b"1,a||2,b|", b"|3,c"], b"||") == (b"1,a||2,b||", b"3,c")
     # no delimiter yet: nothing to cut, the chunks become one piece
     chunks = [b"abc", b"def"]
-    assert _cut_block(chunks, b"\n") == (None, b"")
+    assert cut_block(chunks, b"\n") == (None, b"")
     assert chunks == [b"abcdef"]
     # the delimiter ends the last chunk exactly
-    assert _cut_block([b"1,a\n"], b"\n") == (b"1,a\n", b"")
+    assert cut_block([b"1,a\n"], b"\n") == (b"1,a\n", b"")
 
 
 def test_clock_defaults_with_a_precision_take_the_loads_start_time():
