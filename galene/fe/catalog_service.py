@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from galene.catalog import model
+from galene.catalog import model, ops
 from galene.catalog.model import (
     Backend,
     CatalogState,
@@ -30,7 +30,6 @@ from galene.catalog.model import (
     with_column_ids,
 )
 from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
-from galene.meta import ops
 from galene.meta.store import MetaStore
 
 log = logging.getLogger(__name__)

@@ -41,9 +41,9 @@ from datetime import datetime
 import msgspec
 import pyarrow as pa
 
+from galene.catalog import ops
 from galene.catalog.model import JobStatistic, JobTask, StreamingJob
 from galene.common.errors import AnalysisError, GaleneError
-from galene.meta import ops
 from galene.net.deadline import with_deadline
 from galene.sql import statements as st
 

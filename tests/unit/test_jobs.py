@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from galene.catalog import ops
 from galene.catalog.apply import apply_op
 from galene.catalog.model import (
     JOB_TASK_HISTORY,
@@ -25,7 +26,6 @@ from galene.catalog.model import (
 from galene.common.errors import AnalysisError
 from galene.engine.s3source import MalformedFile, pack, parse_file
 from galene.fe.jobs import check_properties, describe_failure, offset_name
-from galene.meta import ops
 from galene.storage.objectstore import (
     FileEntry,
     ObjectStore,
