@@ -399,3 +399,15 @@ def decode_op(data: bytes) -> Op:
 
 def op_type(op: Op) -> str:
     return type(op).__name__
+
+
+def id_allocator(state: model.CatalogState):
+    """Return (alloc, high) for one op: alloc() hands out ids from the state's next id,
+    high() is the op's `next_id` (apply raises the state's to it)."""
+    counter = [state.next_id]
+
+    def alloc() -> int:
+        counter[0] += 1
+        return counter[0] - 1
+
+    return alloc, lambda: counter[0]

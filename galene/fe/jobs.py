@@ -238,7 +238,7 @@ class JobRunner:
         for txn in list(catalog.state.txns.values()):
             if txn.status == "PREPARE" and txn.label.startswith("streaming_job_"):
                 try:
-                    catalog.abort_txn(txn.id, "FE restarted while the streaming task ran")
+                    catalog.txns.abort_txn(txn.id, "FE restarted while the streaming task ran")
                 except GaleneError:
                     log.warning("abort of orphan streaming txn %s failed", txn.id, exc_info=True)
 

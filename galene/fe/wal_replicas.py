@@ -69,7 +69,7 @@ class ReplicaArbiter:
 
     def verdicts(self, holder: int, groups: list[dict]) -> tuple[dict[str, str], list[tuple[int, str]]]:
         """The verdict per label, and the (db_id, label) whose owner's txn the caller must
-        abort (`CatalogService.abort_group_label`) before it answers TAKEOVER."""
+        abort (`TxnManager.abort_group_label`) before it answers TAKEOVER."""
         now = time.monotonic()
         out: dict[str, str] = {}
         aborts: list[tuple[int, str]] = []
