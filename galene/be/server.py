@@ -32,16 +32,15 @@ from galene.config import Config
 from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
+from galene.net.metrics import Metrics
 from galene.net.server import (
-    TASKS_EXTRA,
     GaleneRequestHandler,
-    Metrics,
     make_app_runner,
     make_server_socket,
     read_json_object,
     server_socket_options,
-    tasks_dump_handler,
 )
+from galene.net.tasks_dump import TASKS_EXTRA, tasks_dump_handler
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
-from galene.net.server import read_json_object, tasks_dump_json, tasks_dump_text
+from galene.net.server import read_json_object
+from galene.net.tasks_dump import tasks_dump_json, tasks_dump_text
 from galene.storage.rowset import delete_rowset_files
 from galene.txn.labels import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
 

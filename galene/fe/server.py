@@ -35,7 +35,8 @@ from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
-from galene.net.server import Metrics, make_app_runner, make_server_socket, server_socket_options
+from galene.net.metrics import Metrics
+from galene.net.server import make_app_runner, make_server_socket, server_socket_options
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
