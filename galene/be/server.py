@@ -20,7 +20,7 @@ from galene import NODE_VERSION
 from galene.be import compaction_api
 from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
-from galene.be.group_commit import GroupCommitManager
+from galene.be.group_commit.manager import GroupCommitManager
 from galene.be.health import BeHealth
 from galene.be.load_headers import parse_basic_auth
 from galene.be.stream_load import StreamLoadReply, execute_stream_load, read_body

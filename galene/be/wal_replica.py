@@ -530,7 +530,7 @@ class ReplicaStore:
 
     async def _take_over(self, f: ReplicaFile) -> None:
         """Replay a dead owner's group from this copy and commit it under its label."""
-        from galene.be.group_commit import Group, TableDropped, _wal_entries
+        from galene.be.group_commit.manager import Group, TableDropped, _wal_entries
 
         manager = self.be.group_commit
         try:

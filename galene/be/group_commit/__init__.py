@@ -1,0 +1,1 @@
+"""Group commit on the BE (see manager.py)."""
