@@ -48,7 +48,6 @@ import asyncio
 import logging
 import os
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ from pathlib import Path
 from aiohttp import web
 
 from galene.catalog.model import Table
+from galene.catalog.properties import replication_num
 from galene.common.errors import GaleneError, LoadError
 from galene.common.files import fsync_path
 from galene.net.client import TOKEN_HEADER, RpcClient
@@ -69,7 +69,6 @@ SWEEP_INTERVAL_S = 1.0
 CALL_BYTES = 8 << 20
 # What a holder accepts in one call (a record is at most ~256 MiB: wal.MAX_GROUPED_RECORD_BYTES).
 MAX_CALL_BYTES = 512 << 20
-_ALLOC = re.compile(r"tag\.location\.[^:]+:\s*(\d+)")
 
 
 class WalLease:
@@ -118,23 +117,6 @@ class WalLease:
         if ago > 0:
             return f"this BE's write lease from the FE expired {ago:.1f} s ago (no heartbeat from the FE)"
         return "this BE's write lease from the FE lapsed while the group was open"
-
-
-def replication_num(table: Table | None) -> int:
-    """The table's `replication_num` (else the sum of `replication_allocation`), at least 1."""
-    if table is None:
-        return 1
-    props = table.properties
-    raw = props.get("replication_num")
-    try:
-        if raw is not None:
-            return max(1, int(str(raw).strip()))
-        alloc = props.get("replication_allocation")
-        if alloc:
-            return max(1, sum(int(n) for n in _ALLOC.findall(str(alloc))))
-    except ValueError:
-        pass
-    return 1
 
 
 def _reason(e: BaseException) -> str:

@@ -71,6 +71,11 @@ from galene.be.wal import (
 )
 from galene.be.wal_replica import ReplicaSet
 from galene.catalog.model import Rowset, Table
+from galene.catalog.properties import (
+    GROUP_COMMIT_DEFAULT_DATA_BYTES,
+    group_commit_data_bytes,
+    group_commit_interval_ms,
+)
 from galene.common.errors import GaleneError, LoadError
 from galene.net import inflight
 from galene.net.deadline import SharedDeadlines
@@ -90,8 +95,6 @@ def group_commit_limits(cfg) -> BodyLimits:
 
 
 GROUP_LABEL_PREFIX = "group_commit_"
-DEFAULT_INTERVAL_MS = 10000
-DEFAULT_DATA_BYTES = 134217728
 # Table schema/properties are cached this long per (db, table, user): ALTER TABLE SET takes
 # effect for groups opened after that.
 TABLE_INFO_TTL_S = 1.0
@@ -114,20 +117,12 @@ def table_mode(table: Table) -> str:
     return mode if mode in GROUP_COMMIT_MODES else "off_mode"
 
 
-def _int_property(table: Table, name: str, default: int) -> int:
-    try:
-        value = int(str(table.properties.get(name, default)).strip())
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 def interval_s(table: Table) -> float:
-    return _int_property(table, "group_commit_interval_ms", DEFAULT_INTERVAL_MS) / 1000
+    return group_commit_interval_ms(table.properties) / 1000
 
 
 def data_bytes(table: Table) -> int:
-    return _int_property(table, "group_commit_data_bytes", DEFAULT_DATA_BYTES)
+    return group_commit_data_bytes(table.properties)
 
 
 @dataclass
@@ -215,7 +210,7 @@ class Group:
     lane_pending: int = 0  # SmallLoadLane loads sent to the ingest worker, not yet answered
     lane_drained: asyncio.Future | None = None  # set when lane_pending drops to 0 (flush waits)
     flushing: bool = False  # its flush took the entries: later lane rows are not loaded
-    max_bytes: int = DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
+    max_bytes: int = GROUP_COMMIT_DEFAULT_DATA_BYTES  # group_commit_data_bytes of its table
     # replication_num > 1 (be/wal_replica.py): each WAL record also goes to peer BEs, and
     # the flush commits from memory the rows of the loads whose records reached a quorum (a
     # load that missed it may be in the local WAL but is not loaded). Lane loads of such a
