@@ -31,7 +31,7 @@ from galene.net.client import TOKEN_HEADER
 from galene.net.server import read_json_object
 from galene.net.tasks_dump import tasks_dump_json, tasks_dump_text
 from galene.storage.rowset import delete_rowset_files
-from galene.txn.labels import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
+from galene.txn.labels import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict, txn_of_label
 
 log = logging.getLogger(__name__)
 
@@ -512,8 +512,7 @@ class FeHttpApi:
 
         async def fn(p: dict) -> dict:
             db = self.fe.state.databases.get(int(p["db_id"]))
-            txn_id = db.labels.get(str(p["label"])) if db is not None else None
-            txn = self.fe.state.txns.get(txn_id) if txn_id is not None else None
+            txn = txn_of_label(self.fe.state, db, str(p["label"]))
             if txn is None or txn.status == "ABORTED":
                 return {"status": "OK", "used": False}
             return {
