@@ -214,10 +214,7 @@ class BeHealth:
             log.info("decommission of this BE cancelled: group commit resumes")
             return
         log.info("this BE is decommissioned: flushing every group-commit group")
-        for queue in list(gc.queues.values()):
-            if queue.current is not None:
-                queue.close(queue.current)
-            gc.expire_spare(queue)
+        gc.close_groups()
 
     async def drain_status(self) -> dict:
         gc = self.be.group_commit
@@ -227,8 +224,8 @@ class BeHealth:
         # Copies of other BEs' WAL records (replication_num > 1) are kept until their groups
         # commit: a decommissioned BE gets no new ones and is not dropped while it holds any.
         wal_copies = len(await asyncio.to_thread(self.be.wal_replicas.files))
-        open_groups = sum(1 for q in gc.queues.values() if q.current is not None or q.spare is not None)
-        busy = sum(1 for t in list(gc._tasks) if not t.done() and t.get_name() != "ingest-worker-start")
+        open_groups = gc.open_groups()
+        busy = gc.busy_tasks()
         drained = (
             self.draining
             and gc.ready.is_set()

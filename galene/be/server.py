@@ -20,7 +20,7 @@ from galene import NODE_VERSION
 from galene.be import compaction_api
 from galene.be.error_log import ErrorLogStore
 from galene.be.forward import HOP_HEADER, Forwarder
-from galene.be.group_commit import GroupCommitManager
+from galene.be.group_commit.manager import GroupCommitManager
 from galene.be.health import BeHealth
 from galene.be.load_body import read_body
 from galene.be.stream_load import StreamLoadReply, execute_stream_load
@@ -33,16 +33,15 @@ from galene.load.headers import parse_basic_auth
 from galene.net.client import TOKEN_HEADER, RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
+from galene.net.metrics import Metrics
 from galene.net.server import (
-    TASKS_EXTRA,
     GaleneRequestHandler,
-    Metrics,
     make_app_runner,
     make_server_socket,
     read_json_object,
     server_socket_options,
-    tasks_dump_handler,
 )
+from galene.net.tasks_dump import TASKS_EXTRA, tasks_dump_handler
 from galene.storage.fs import filesystem_for
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,10 @@ appends each WAL record to its own file and, over the internal path (cluster tok
 deadline per call), to R−1 peer BEs, and answers an async load once ⌊R/2⌋+1 copies of its
 record are fsynced (its own counts as one).
 
-Owner side (`ReplicaSet`, one per group): the group's records in order, and one sender per
-peer that sends every record the peer does not have yet as one call carrying its byte offset
-(the peer appends only at that offset), so every copy is a prefix of the group's record
-sequence and the longest copy holds every acknowledged record. A peer whose call fails or
+Owner side (`ReplicaSet`, one per group: be/wal_replica_set.py): the group's records in
+order, and one sender per peer that sends every record the peer does not have yet as one call
+carrying its byte offset (the peer appends only at that offset), so every copy is a prefix of
+the group's record sequence and the longest copy holds every acknowledged record. A peer whose call fails or
 misses `be_wal_replica_timeout_second` is dropped from the group's set and replaced by a BE
 not tried yet (which is sent the group's records from the start); it never parks a load.
 Once too few peers are left for a quorum, waiting and later loads of the group fail at once
@@ -48,28 +48,25 @@ import asyncio
 import logging
 import os
 import random
-import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
 
+from galene.be.group_commit.group import Group, TableDropped, wal_entries
+from galene.be.wal_replica_set import ReplicaSet
 from galene.catalog.model import Table
+from galene.catalog.properties import replication_num
 from galene.common.errors import GaleneError, LoadError
 from galene.common.files import fsync_path
 from galene.net.client import TOKEN_HEADER, RpcClient
-from galene.net.deadline import DeadlineExceeded
 
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 1.0
-# One append call carries records up to about this many bytes (a replacement catching up on a
-# large group sends it in several calls); a single record is always sent whole.
-CALL_BYTES = 8 << 20
 # What a holder accepts in one call (a record is at most ~256 MiB: wal.MAX_GROUPED_RECORD_BYTES).
 MAX_CALL_BYTES = 512 << 20
-_ALLOC = re.compile(r"tag\.location\.[^:]+:\s*(\d+)")
 
 
 class WalLease:
@@ -118,171 +115,6 @@ class WalLease:
         if ago > 0:
             return f"this BE's write lease from the FE expired {ago:.1f} s ago (no heartbeat from the FE)"
         return "this BE's write lease from the FE lapsed while the group was open"
-
-
-def replication_num(table: Table | None) -> int:
-    """The table's `replication_num` (else the sum of `replication_allocation`), at least 1."""
-    if table is None:
-        return 1
-    props = table.properties
-    raw = props.get("replication_num")
-    try:
-        if raw is not None:
-            return max(1, int(str(raw).strip()))
-        alloc = props.get("replication_allocation")
-        if alloc:
-            return max(1, sum(int(n) for n in _ALLOC.findall(str(alloc))))
-    except ValueError:
-        pass
-    return 1
-
-
-def _reason(e: BaseException) -> str:
-    if isinstance(e, DeadlineExceeded):
-        return f"no answer within {e.seconds:g} s"
-    text = str(e)
-    return text if text else type(e).__name__
-
-
-@dataclass
-class _Peer:
-    addr: str
-    records: int = 0  # records the peer has fsynced
-    nbytes: int = 0  # their bytes (the offset of the next call)
-    failed: bool = False
-    task: asyncio.Task | None = None
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-class ReplicaSet:
-    """The peers holding copies of one group's WAL records (owner side)."""
-
-    def __init__(self, store: ReplicaStore, group, table_name: str, r: int, candidates: list[str]):
-        self.store = store
-        self.group = group
-        self.table_name = table_name
-        self.r = r
-        self.need = r // 2  # peer copies needed besides our own
-        self.log: list[bytes] = []
-        self.candidates = list(candidates)  # BEs not tried yet, best first
-        self.peers: list[_Peer] = []
-        self.errors: dict[str, str] = {}
-        self.fatal: str | None = None
-        self.waiters: list[tuple[int, asyncio.Future]] = []
-        self.closed = False
-        for _ in range(r - 1):
-            self._add_peer()
-
-    def _add_peer(self) -> bool:
-        if not self.candidates or self.closed:
-            return False
-        peer = _Peer(self.candidates.pop(0))
-        self.peers.append(peer)
-        peer.task = self.store.spawn(self._sender(peer))
-        return True
-
-    def live(self) -> list[_Peer]:
-        return [p for p in self.peers if not p.failed]
-
-    async def append(self, record: bytes) -> None:
-        """Send `record` to the peers; returns once ⌊R/2⌋ of them fsynced it."""
-        if self.fatal is not None:
-            raise LoadError(self.fatal)
-        index = len(self.log)
-        self.log.append(record)
-        fut = asyncio.get_running_loop().create_future()
-        self.waiters.append((index, fut))
-        for p in self.live():
-            p.wake.set()
-        self._settle()
-        await fut
-
-    def _settle(self) -> None:
-        if not self.waiters:
-            return
-        live = self.live()
-        if len(live) < self.need and self.fatal is None:
-            copies = 1 + sum(1 for p in live if p.records >= len(self.log))
-            detail = ", ".join(f"{a}: {r}" for a, r in self.errors.items()) or "no peer BE to write to"
-            self.fatal = (
-                f"failed to write enough replicas {copies}/{self.r} for table {self.table_name} "
-                f"due to connection errors: {detail}"
-            )
-        left = []
-        for index, fut in self.waiters:
-            if fut.done():
-                continue
-            if sum(1 for p in live if p.records > index) >= self.need:
-                fut.set_result(None)
-            elif self.fatal is not None:
-                fut.set_exception(LoadError(self.fatal))
-                fut.exception()
-            else:
-                left.append((index, fut))
-        self.waiters = left
-
-    async def _sender(self, peer: _Peer) -> None:
-        store = self.store
-        g = self.group
-        timeout_s = float(store.be.cfg.be_wal_replica_timeout_second)
-        try:
-            while not self.closed:
-                if peer.records >= len(self.log):
-                    peer.wake.clear()
-                    await peer.wake.wait()
-                    continue
-                upto, size = peer.records, 0
-                while upto < len(self.log) and (
-                    upto == peer.records or size + len(self.log[upto]) <= CALL_BYTES
-                ):
-                    size += len(self.log[upto])
-                    upto += 1
-                body = b"".join(self.log[peer.records : upto])
-                params = {
-                    "owner": str(store.be.backend_id),
-                    "owner_start": str(int(store.be.start_time * 1000)),
-                    "db_id": str(g.db_id),
-                    "table_id": str(g.table_id),
-                    "label": g.label,
-                    "offset": str(peer.nbytes),
-                }
-                try:
-                    status, _, payload = await store.rpc.call(
-                        "POST",
-                        f"http://{peer.addr}/api/_internal/wal_replica/append",
-                        data=body,
-                        params=params,
-                        headers={TOKEN_HEADER: store.be.token},
-                        timeout_s=timeout_s,
-                    )
-                    if status != 200:
-                        raise GaleneError(f"HTTP {status} {payload[:200].decode(errors='replace')}")
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - any failure drops the peer from the set
-                    self._drop(peer, _reason(e))
-                    return
-                peer.records = upto
-                peer.nbytes += len(body)
-                self._settle()
-        except asyncio.CancelledError:
-            pass
-
-    def _drop(self, peer: _Peer, reason: str) -> None:
-        peer.failed = True
-        self.errors[peer.addr] = reason
-        log.warning("WAL replica %s of group %s dropped: %s", peer.addr, self.group.label, reason)
-        self.store.be.metrics.inc("galene_be_wal_replica_dropped_total")
-        self._add_peer()  # a replacement gets the group's records from the start
-        self._settle()
-
-    def close(self) -> list[str]:
-        """Stop sending; the addresses of the peers that may hold a copy."""
-        self.closed = True
-        for p in self.peers:
-            if p.task is not None:
-                p.task.cancel()
-        return [p.addr for p in self.peers]
 
 
 @dataclass
@@ -530,16 +362,14 @@ class ReplicaStore:
 
     async def _take_over(self, f: ReplicaFile) -> None:
         """Replay a dead owner's group from this copy and commit it under its label."""
-        from galene.be.group_commit import Group, TableDropped, _wal_entries
-
         manager = self.be.group_commit
         try:
-            entries = await _wal_entries(f.path)
+            entries = await wal_entries(f.path)
             group = Group(db_id=f.db_id, table_id=f.table_id, label=f.label, table=None)
             if entries:
                 t0 = time.monotonic()
                 try:
-                    txn_id = await manager.commit_group(group, entries)
+                    txn_id = await manager.committer.commit_group(group, entries)
                 except TableDropped as e:
                     log.warning("WAL copy %s: %s; its rows are dropped", f.path.name, e)
                 else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from galene.catalog import model
+from galene.catalog import model, ops
 from galene.catalog.model import (
     JOB_TASK_HISTORY,
     CatalogState,
@@ -20,7 +20,6 @@ from galene.catalog.model import (
     SchemaVersion,
     StreamingJob,
 )
-from galene.meta import ops
 
 
 def apply_op(state: CatalogState, op: ops.Op) -> None:

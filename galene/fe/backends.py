@@ -143,7 +143,7 @@ class BackendMonitor:
             # Restarted: the loads it coordinated died with the old process (its group-commit
             # txns are the BE's own to recover: recover_group_txns, with their WAL).
             await asyncio.to_thread(
-                self.fe.catalog.abort_backend_txns,
+                self.fe.catalog.txns.abort_backend_txns,
                 be.id,
                 "coordinate BE restart",
                 begun_before=started,
@@ -183,7 +183,7 @@ class BackendMonitor:
         if rt.alive or rt.txns_aborted or not rt.failing_since or time.time() - rt.failing_since < limit:
             return
         rt.txns_aborted = True
-        n = await asyncio.to_thread(self.fe.catalog.abort_backend_txns, be.id, "coordinate BE is down")
+        n = await asyncio.to_thread(self.fe.catalog.txns.abort_backend_txns, be.id, "coordinate BE is down")
         if n:
             log.warning("backend %s:%s down for %.0f s: aborted %d txn(s)", be.host, be.heartbeat_port, limit, n)
 

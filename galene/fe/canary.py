@@ -34,7 +34,7 @@ import time
 
 from aiohttp import web
 
-from galene.be.wal_replica import replication_num
+from galene.catalog.properties import replication_num
 from galene.net.deadline import DeadlineExceeded
 from galene.net.server import read_json_object
 

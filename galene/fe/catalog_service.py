@@ -3,7 +3,8 @@
 Everything that changes FE metadata goes through `CatalogService`: it checks the request
 against the current state under one lock, allocates ids, and hands a fully specified op to
 `MetaStore.log` (journal first, then apply). Readers use `state` directly; the lock only
-serializes writers so that check-then-log cannot race.
+serializes writers so that check-then-log cannot race. Transactions are its `txns`
+(`galene.txn.manager.TxnManager`), which write under the same lock through the same log.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable
 
 import msgspec
 
-from galene.catalog import model
+from galene.catalog import lookup, model, ops
 from galene.catalog.model import (
     Backend,
     CatalogState,
@@ -25,46 +24,16 @@ from galene.catalog.model import (
     Rowset,
     StreamingJob,
     Table,
-    Txn,
     View,
     with_column_ids,
 )
-from galene.common.errors import AnalysisError, GaleneError, LoadError, unknown_database, unknown_table
-from galene.meta import ops
+from galene.common.errors import AnalysisError, unknown_table
 from galene.meta.store import MetaStore
+from galene.txn.manager import TxnManager
 
 log = logging.getLogger(__name__)
 
 INFORMATION_SCHEMA = "information_schema"
-
-# Doris' ExistingJobStatus for a label that is already used, by txn status.
-EXISTING_JOB_STATUS = {
-    "PREPARE": "RUNNING",
-    "PRECOMMITTED": "PRECOMMITTED",
-    "COMMITTED": "FINISHED",
-    "VISIBLE": "FINISHED",
-}
-
-
-class LabelAlreadyExists(LoadError):
-    def __init__(self, label: str, txn: Txn):
-        super().__init__(
-            f"Label [{label}] has already been used, relate to txn [{txn.id}]", status="Label Already Exists"
-        )
-        self.txn = txn
-        self.existing_status = EXISTING_JOB_STATUS.get(txn.status, "FINISHED")
-
-
-# Labels of the merged transactions BEs begin for group commit (Doris' form).
-GROUP_COMMIT_LABEL_PREFIX = "group_commit_"
-
-
-class SubLabelConflict(GaleneError):
-    """Client labels of a merged commit that other live txns already hold: label -> txn id."""
-
-    def __init__(self, conflicts: dict[str, int]):
-        super().__init__(f"labels already loaded by other transactions: {conflicts}")
-        self.conflicts = conflicts
 
 
 def wrong_object(db_name: str, name: str, expected: str, actual: str, drop: bool = True) -> AnalysisError:
@@ -86,53 +55,29 @@ class CatalogService:
     ):
         self.store = store
         self.lock = threading.RLock()
-        self.label_keep_max_second = label_keep_max_second
-        self.default_load_timeout_s = default_load_timeout_s
-        # Doris' stream_load_default_precommit_timeout_second: a PRECOMMITTED (2PC) txn
-        # that nobody commits or aborts within this long after its precommit is aborted.
-        self.precommit_timeout_s = precommit_timeout_s
-        # Doris' max_tablet_version_num (0: no limit): a load into a table with a tablet of more
-        # rowsets fails at its begin, as a Doris BE fails it when opening the tablet writer.
-        self.max_tablet_version_num = max_tablet_version_num
-        # Told (from any thread) the id of a table with over half that many rowsets at a load's
-        # begin, so compaction need not wait for its next round (fe/compaction.py).
-        self.on_many_versions: Callable[[int], None] | None = None
+        # Transactions: the same lock and the same log as every other op (galene/txn/).
+        self.txns = TxnManager(
+            store,
+            self.lock,
+            label_keep_max_second=label_keep_max_second,
+            default_load_timeout_s=default_load_timeout_s,
+            precommit_timeout_s=precommit_timeout_s,
+            max_tablet_version_num=max_tablet_version_num,
+        )
 
     @property
     def state(self) -> CatalogState:
         return self.store.state
 
-    # --- ids ------------------------------------------------------------------------
-    def _allocator(self):
-        """Return (alloc, high) where alloc() hands out ids and high() is the op's next_id."""
-        counter = [self.state.next_id]
-
-        def alloc() -> int:
-            counter[0] += 1
-            return counter[0] - 1
-
-        return alloc, lambda: counter[0]
-
     # --- lookups --------------------------------------------------------------------
     def db(self, name: str) -> Database:
-        db_id = self.state.db_names.get(name)
-        if db_id is None:
-            raise unknown_database(name)
-        return self.state.databases[db_id]
+        return lookup.database(self.state, name)
 
     def has_db(self, name: str) -> bool:
         return name in self.state.db_names or name.lower() == INFORMATION_SCHEMA
 
     def table(self, db_name: str, table_name: str) -> Table:
-        db = self.db(db_name)
-        table_id = db.tables.get(table_name)
-        if table_id is None:
-            # Doris table names are case-sensitive, but be forgiving when unambiguous.
-            matches = [tid for n, tid in db.tables.items() if n.lower() == table_name.lower()]
-            if len(matches) != 1:
-                raise unknown_table(table_name, db_name)
-            table_id = matches[0]
-        return self.state.tables[table_id]
+        return lookup.table(self.state, db_name, table_name)
 
     # --- DDL ------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False, properties: dict | None = None) -> bool:
@@ -143,7 +88,7 @@ class CatalogService:
                 if if_not_exists:
                     return False
                 raise AnalysisError(f"Can't create database '{name}'; database exists")
-            alloc, high = self._allocator()
+            alloc, high = ops.id_allocator(self.state)
             db = Database(id=alloc(), name=name, properties=dict(properties or {}), create_time=time.time())
             self.store.log(ops.CreateDb(db=db, next_id=high()))
             return True
@@ -162,7 +107,7 @@ class CatalogService:
         """`build_table(db_id, alloc, now)` returns the Table to create (see sql.ddl)."""
         with self.lock:
             db = self.db(db_name)
-            alloc, high = self._allocator()
+            alloc, high = ops.id_allocator(self.state)
             table = build_table(db.id, alloc, time.time())
             if table.name in db.tables or table.name in db.views:
                 if if_not_exists:
@@ -250,7 +195,7 @@ class CatalogService:
         View (existing: the view it replaces, or None)."""
         with self.lock:
             db = self.db(db_name)
-            alloc, high = self._allocator()
+            alloc, high = ops.id_allocator(self.state)
             view = build_view(alloc(), time.time(), None)
             existing = db.views.get(view.name)
             if view.name in db.tables:
@@ -309,405 +254,6 @@ class CatalogService:
         with self.lock:
             table = self.table(db_name, table_name)
             self.store.log(ops.SetTableProperties(table_id=table.id, properties=dict(properties)))
-
-    # --- transactions ---------------------------------------------------------------
-    def begin_txn(
-        self,
-        db_name: str,
-        table_name: str,
-        label: str,
-        *,
-        timeout_s: int | None = None,
-        backend_id: int = 0,
-        load_type: str = "STREAM_LOAD",
-        user: str = "",
-    ) -> tuple[Txn, Table]:
-        with self.lock:
-            db = self.db(db_name)
-            table = self.table(db_name, table_name)
-            existing_id = db.labels.get(label)
-            if existing_id is not None:
-                existing = self.state.txns.get(existing_id)
-                if existing is not None and existing.status != "ABORTED":
-                    raise LabelAlreadyExists(label, existing)
-            self._check_version_count(table)
-            alloc, high = self._allocator()
-            txn = Txn(
-                id=alloc(),
-                db_id=db.id,
-                table_id=table.id,
-                label=label,
-                status="PREPARE",
-                backend_id=backend_id,
-                timeout_s=int(timeout_s or self.default_load_timeout_s),
-                begin_time=time.time(),
-                load_type=load_type,
-                user=user,
-            )
-            self.store.log(ops.BeginTxn(txn=txn, next_id=high()))
-            return txn, table
-
-    def _check_version_count(self, table: Table) -> None:
-        limit = self.max_tablet_version_num
-        if limit <= 0:
-            return
-        if len(table.rowsets) > limit // 2 and self.on_many_versions is not None:
-            self.on_many_versions(table.id)
-        # A tablet cannot have more rowsets than its table: most loads stop at the length check.
-        if len(table.rowsets) <= limit:
-            return
-        if str(table.properties.get("disable_auto_compaction", "")).lower() == "true":
-            return  # as Doris: no version limit where compaction is off
-        counts = Counter(r.tablet_id for r in table.rowsets)
-        tablet, n = counts.most_common(1)[0]
-        if n > limit:
-            raise LoadError(
-                f"[E-235]failed to init rowset builder. version count: {n}, exceed limit: {limit}, "
-                f"tablet: {tablet}. Please reduce the frequency of loading data or adjust the "
-                "max_tablet_version_num or time_series_max_tablet_version_num in be.conf to a larger value."
-            )
-
-    def _live_txn(self, txn_id: int, allowed: tuple[str, ...]) -> Txn:
-        txn = self.state.txns.get(txn_id)
-        if txn is None:
-            raise GaleneError(f"transaction [{txn_id}] not found")
-        if txn.status not in allowed:
-            if txn.status == "ABORTED":
-                raise GaleneError(f"transaction [{txn_id}] is already aborted. abort reason: {txn.reason}")
-            raise GaleneError(f"transaction [{txn_id}] is already {txn.status.lower()}")
-        return txn
-
-    def commit_txn(
-        self,
-        txn_id: int,
-        rowsets: list[Rowset],
-        *,
-        num_rows: int = 0,
-        load_bytes: int = 0,
-        replace_partitions: list[int] | None = None,
-        job_progress: ops.JobProgress | None = None,
-    ) -> Txn:
-        """Commit and publish. `replace_partitions` (INSERT OVERWRITE, TRUNCATE, a rewriting
-        DELETE): every rowset those partitions had is replaced by `rowsets` in the same op.
-        `job_progress` (a streaming job's batch): the job's offset and statistics advance in
-        the same op, and only if the job is still where the batch started (else nothing is
-        committed: the caller aborts and the batch is read again from the job's offset)."""
-        with self.lock:
-            txn = self._live_txn(txn_id, ("PREPARE", "PRECOMMITTED"))
-            table = self.state.tables.get(txn.table_id)
-            if table is None:
-                raise GaleneError(f"table of transaction [{txn_id}] was dropped")
-            if job_progress is not None:
-                self._check_job_progress(job_progress)
-            rowsets = rowsets if txn.status == "PREPARE" else txn.rowsets
-            self._log_commit(
-                txn,
-                table,
-                rowsets,
-                num_rows=num_rows,
-                load_bytes=load_bytes,
-                replace_partitions=replace_partitions or [],
-                job_progress=job_progress,
-            )
-            return txn
-
-    def _check_job_progress(self, p: ops.JobProgress) -> None:
-        job = self.state.jobs.get(p.job_id)
-        if job is None:
-            raise GaleneError(f"streaming job [{p.job_id}] was dropped while its task ran")
-        if job.status != "RUNNING":
-            raise GaleneError(f"streaming job [{job.name}] is {job.status} now; its task's batch is not committed")
-        if job.offset_generation != p.generation or job.offset != p.prev_offset:
-            raise GaleneError(
-                f"streaming job [{job.name}] offset moved while its task ran (now {job.offset!r}, "
-                f"the task started after {p.prev_offset!r}); its batch is not committed"
-            )
-
-    def _log_commit(
-        self,
-        txn: Txn,
-        table: Table,
-        rowsets: list[Rowset],
-        *,
-        num_rows: int,
-        load_bytes: int,
-        sub_labels=(),
-        replace_partitions: list[int] | None = None,
-        job_progress: ops.JobProgress | None = None,
-    ) -> None:
-        """Log the commit op: the rowsets become visible at the table's next version atomically."""
-        version = table.visible_version + 1
-        stamped = [
-            msgspec.structs.replace(r, version=version, txn_id=txn.id, files=list(r.files)) for r in rowsets
-        ]
-        self.store.log(
-            ops.CommitTxn(
-                txn_id=txn.id,
-                version=version,
-                rowsets=stamped,
-                time=time.time(),
-                num_rows=num_rows,
-                load_bytes=load_bytes,
-                sub_labels=list(sub_labels),
-                replace_partitions=list(replace_partitions or []),
-                job_progress=job_progress,
-            )
-        )
-
-    def precommit_txn(
-        self, txn_id: int, rowsets: list[Rowset], *, num_rows: int = 0, load_bytes: int = 0
-    ) -> Txn:
-        with self.lock:
-            txn = self._live_txn(txn_id, ("PREPARE",))
-            self.store.log(
-                ops.PrecommitTxn(
-                    txn_id=txn_id,
-                    rowsets=list(rowsets),
-                    time=time.time(),
-                    num_rows=num_rows,
-                    load_bytes=load_bytes,
-                )
-            )
-            return txn
-
-    def abort_txn(self, txn_id: int, reason: str) -> Txn | None:
-        with self.lock:
-            txn = self.state.txns.get(txn_id)
-            if txn is None or txn.status in ("ABORTED",):
-                return txn
-            if txn.status in ("COMMITTED", "VISIBLE"):
-                raise GaleneError(f"transaction [{txn_id}] is already visible, could not abort")
-            self.store.log(ops.AbortTxn(txn_id=txn_id, reason=reason[:1024], time=time.time()))
-            return txn
-
-    def txn_by_label(self, db_name: str, label: str) -> Txn | None:
-        db = self.db(db_name)
-        txn_id = db.labels.get(label)
-        return self.state.txns.get(txn_id) if txn_id is not None else None
-
-    def expire_txns(self, now: float | None = None) -> list[int]:
-        """Abort transactions past their timeout; forget finished ones past label retention."""
-        now = now or time.time()
-        aborted: list[int] = []
-        with self.lock:
-            for txn in list(self.state.txns.values()):
-                if txn.status == "PREPARE" and now - txn.begin_time > txn.timeout_s:
-                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="timeout by txn manager", time=now))
-                    aborted.append(txn.id)
-            expired = [
-                t.id
-                for t in self.state.txns.values()
-                if t.status in ("VISIBLE", "ABORTED")
-                and t.finish_time
-                and now - t.finish_time > self.label_keep_max_second
-            ]
-            if expired:
-                self.store.log(ops.ExpireTxns(txn_ids=expired))
-        return aborted
-
-    def abort_stale_precommitted(self, now: float | None = None) -> list[Rowset]:
-        """Abort PRECOMMITTED txns past the precommit timeout; returns the rowsets they held.
-
-        Doris times out a PREPARE txn by its load timeout and a PRECOMMITTED one by
-        `stream_load_default_precommit_timeout_second` counted from the precommit. The
-        caller deletes the returned files (the abort is journaled first, so a crash in
-        between leaves only unreferenced files for GC).
-        """
-        now = now or time.time()
-        freed: list[Rowset] = []
-        with self.lock:
-            for txn in list(self.state.txns.values()):
-                if txn.status == "PRECOMMITTED" and now - txn.commit_time > self.precommit_timeout_s:
-                    freed.extend(txn.rowsets)
-                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="timeout by txn manager", time=now))
-        return freed
-
-    # --- two-phase commit (`_stream_load_2pc`) -----------------------------------------
-    def txn_for_2pc(self, db_name: str, txn_id: int | None, label: str | None) -> Txn:
-        """The txn a 2PC request names, by id (preferred, as Doris) or by label."""
-        db = self.db(db_name)
-        if txn_id is not None:
-            txn = self.state.txns.get(txn_id)
-            if txn is None or txn.db_id != db.id:
-                raise GaleneError(f"transaction [{txn_id}] not found")
-            return txn
-        found = db.labels.get(label or "")
-        txn = self.state.txns.get(found) if found is not None else None
-        if txn is None:
-            raise GaleneError(f"running transaction not found, label={label}")
-        return txn
-
-    def commit_txn_2pc(self, db_name: str, txn_id: int | None = None, label: str | None = None) -> Txn:
-        """Make a PRECOMMITTED txn visible (Doris texts for every other state)."""
-        with self.lock:
-            txn = self.txn_for_2pc(db_name, txn_id, label)
-            if txn.status == "ABORTED":
-                raise GaleneError(f"transaction [{txn.id}] is already aborted, abort reason: {txn.reason}")
-            if txn.status in ("COMMITTED", "VISIBLE"):
-                raise GaleneError(
-                    f"transaction [{txn.id}] is already {txn.status.lower()}, not pre-committed."
-                )
-            if txn.status != "PRECOMMITTED":
-                raise GaleneError(f"transaction [{txn.id}] is {txn.status.lower()}, not pre-committed.")
-            return self.commit_txn(txn.id, [], num_rows=txn.num_rows, load_bytes=txn.load_bytes)
-
-    def abort_txn_2pc(
-        self, db_name: str, txn_id: int | None = None, label: str | None = None
-    ) -> tuple[Txn, list[Rowset]]:
-        """Abort a PREPARE or PRECOMMITTED txn by user request; returns the rowsets it held.
-
-        A PREPARE txn's files are still the BE's: its commit then fails and it deletes them.
-        """
-        with self.lock:
-            txn = self.txn_for_2pc(db_name, txn_id, label)
-            if txn.status == "ABORTED":
-                raise GaleneError(f"transaction [{txn.id}] is already aborted, abort reason: {txn.reason}")
-            if txn.status in ("COMMITTED", "VISIBLE"):
-                raise GaleneError(f"transaction [{txn.id}] is already {txn.status}, could not abort.")
-            freed = list(txn.rowsets)
-            self.store.log(ops.AbortTxn(txn_id=txn.id, reason="User Abort", time=time.time()))
-            return txn, freed
-
-    # --- group commit -----------------------------------------------------------------
-    def begin_group_txn(
-        self, db_id: int, table_id: int, label: str, *, timeout_s: int, backend_id: int
-    ) -> tuple[Txn, Table]:
-        """Begin a BE's merged group-commit txn; the table is named by id (WAL replay)."""
-        db = self.state.databases.get(db_id)
-        table = self.state.tables.get(table_id)
-        if db is None or table is None or table.db_id != db_id:
-            raise GaleneError(f"table [{table_id}] of database [{db_id}] does not exist")
-        return self.begin_txn(db.name, table.name, label, timeout_s=timeout_s, backend_id=backend_id)
-
-    def _label_owner(self, db: Database, label: str, txn_id: int) -> Txn | None:
-        """The live txn other than `txn_id` that holds `label`, if any (aborted ones do not)."""
-        owner_id = db.labels.get(label)
-        if owner_id is None or owner_id == txn_id:
-            return None
-        owner = self.state.txns.get(owner_id)
-        return owner if owner is not None and owner.status != "ABORTED" else None
-
-    def reserve_group_label(self, txn_id: int, label: str) -> Txn:
-        """Bind a client label to a PREPARE merged txn, or raise LabelAlreadyExists."""
-        with self.lock:
-            txn = self._live_txn(txn_id, ("PREPARE",))
-            db = self.state.databases[txn.db_id]
-            owner = self._label_owner(db, label, -1)
-            if owner is not None:
-                raise LabelAlreadyExists(label, owner)
-            self.store.log(ops.ReserveLabel(txn_id=txn_id, label=label))
-            return txn
-
-    def commit_group_txn(
-        self, txn_id: int, rowsets: list[Rowset], sub_labels: list[str], *, num_rows: int, load_bytes: int
-    ) -> Txn:
-        """Commit a merged txn and bind its client labels atomically.
-
-        A client label that another live txn holds (a retry that another BE or an earlier
-        group already loaded) fails the commit with SubLabelConflict: the BE drops those rows
-        and commits again, so a label is never loaded twice.
-        """
-        with self.lock:
-            txn = self._live_txn(txn_id, ("PREPARE",))
-            db = self.state.databases.get(txn.db_id)
-            table = self.state.tables.get(txn.table_id)
-            if db is None or table is None:
-                raise GaleneError(f"table of transaction [{txn_id}] was dropped")
-            conflicts = {
-                label: owner.id
-                for label in sub_labels
-                if (owner := self._label_owner(db, label, txn_id)) is not None
-            }
-            if conflicts:
-                raise SubLabelConflict(conflicts)
-            self._log_commit(
-                txn, table, rowsets, num_rows=num_rows, load_bytes=load_bytes, sub_labels=sub_labels
-            )
-            return txn
-
-    def abort_group_label(self, db_id: int, label: str, reason: str) -> None:
-        """Abort the PREPARE txn holding a group label (its owner BE died; a holder of a copy
-        of its WAL commits the group under the label instead). Visible ones stay."""
-        with self.lock:
-            db = self.state.databases.get(db_id)
-            txn_id = db.labels.get(label) if db is not None else None
-            txn = self.state.txns.get(txn_id) if txn_id is not None else None
-            if txn is not None and txn.status == "PREPARE":
-                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason[:1024], time=time.time()))
-
-    def abort_backend_txns(
-        self,
-        backend_id: int,
-        reason: str,
-        *,
-        begun_before: float | None = None,
-        skip_group_commit: bool = False,
-        limit: int = 1000,
-    ) -> int:
-        """Doris' abortTxnWhenCoordinateBeDown / …Restart: abort the PREPARE txns `backend_id`
-        coordinates (begun before `begun_before`, when given), so their labels are free again
-        instead of held until their timeout. PRECOMMITTED (2PC) txns wait for their commit or
-        abort. Returns how many were aborted."""
-        with self.lock:
-            now = time.time()
-            n = 0
-            for txn in list(self.state.txns.values()):
-                if txn.backend_id != backend_id or txn.status != "PREPARE":
-                    continue
-                if skip_group_commit and txn.label.startswith(GROUP_COMMIT_LABEL_PREFIX):
-                    continue
-                if begun_before is not None and txn.begin_time >= begun_before:
-                    continue
-                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason, time=now))
-                n += 1
-                if n >= limit:
-                    break
-            return n
-
-    def abort_label_of_backend(
-        self, db_name: str, label: str, backend_id: int, begun_before: float | None, reason: str
-    ) -> str:
-        """A BE whose begin of `label` got no answer aborts the txn it may have begun (else a
-        retry with the label is refused until the txn's timeout, 3 days by default). Only a
-        PREPARE txn this BE began before `begun_before` (the BE gave up then; a retry's txn is
-        later) is aborted; the answer is the label's txn status (or UNKNOWN)."""
-        with self.lock:
-            db_id = self.state.db_names.get(db_name)
-            db = self.state.databases.get(db_id) if db_id is not None else None
-            txn_id = db.labels.get(label) if db is not None else None
-            txn = self.state.txns.get(txn_id) if txn_id is not None else None
-            if txn is None:
-                return "UNKNOWN"
-            mine = txn.backend_id == backend_id and (begun_before is None or txn.begin_time <= begun_before)
-            if txn.status == "PREPARE" and mine:
-                self.store.log(ops.AbortTxn(txn_id=txn.id, reason=reason[:1024], time=time.time()))
-                return "ABORTED"
-            return txn.status
-
-    def recover_group_txns(self, backend_id: int, groups: list[tuple[int, str]]) -> dict[str, str]:
-        """A restarted BE's first call: abort every PREPARE group-commit txn it began (their
-        in-memory parts died with it, their WAL parts are replayed), then report the status
-        of each (db_id, group label) it has a WAL for: VISIBLE, ABORTED or UNKNOWN.
-
-        Under the lock, so a commit the dead BE sent just before dying either landed
-        (VISIBLE) or is refused afterwards: the replay never loads a group twice.
-        """
-        with self.lock:
-            now = time.time()
-            for txn in list(self.state.txns.values()):
-                if (
-                    txn.backend_id == backend_id
-                    and txn.status == "PREPARE"
-                    and txn.label.startswith(GROUP_COMMIT_LABEL_PREFIX)
-                ):
-                    self.store.log(ops.AbortTxn(txn_id=txn.id, reason="group commit BE restarted", time=now))
-            out: dict[str, str] = {}
-            for db_id, label in groups:
-                db = self.state.databases.get(db_id)
-                txn_id = db.labels.get(label) if db is not None else None
-                txn = self.state.txns.get(txn_id) if txn_id is not None else None
-                out[label] = txn.status if txn is not None else "UNKNOWN"
-            return out
 
     # --- users and roles (privilege rules: galene/fe/auth.py) ---------------------------
     def _account(self, name: str, host: str, missing: str) -> model.UserAccount:
@@ -876,7 +422,7 @@ class CatalogService:
                 seen.add((host, port))
             added = []
             for host, port in hosts:
-                alloc, high = self._allocator()
+                alloc, high = ops.id_allocator(self.state)
                 be = Backend(id=alloc(), host=host, heartbeat_port=port, tags=dict(tags or {}), add_time=time.time())
                 self.store.log(ops.AddBackend(backend=be, next_id=high()))
                 added.append(be)
@@ -908,7 +454,7 @@ class CatalogService:
             for be in self._find_backends(hosts, "backend does not exists[{}]"):
                 self.store.log(ops.DropBackend(backend_id=be.id))
                 # It may still be running: whatever it commits later is refused.
-                self.abort_backend_txns(be.id, "coordinate BE is dropped")
+                self.txns.abort_backend_txns(be.id, "coordinate BE is dropped")
 
     def drop_backend_by_id(self, backend_id: int) -> bool:
         """The end of a DECOMMISSION: the BE holds nothing any more (False: already gone, or the
@@ -918,7 +464,7 @@ class CatalogService:
             if be is None or not be.decommissioned:
                 return False
             self.store.log(ops.DropBackend(backend_id=backend_id))
-            self.abort_backend_txns(backend_id, "coordinate BE is dropped")
+            self.txns.abort_backend_txns(backend_id, "coordinate BE is dropped")
             return True
 
     def decommission_backends(self, hosts: list[tuple[str, int]], decommissioned: bool = True) -> list[Backend]:
@@ -1007,7 +553,7 @@ class CatalogService:
     def create_job(self, build_job) -> StreamingJob:
         """`build_job(job_id, now)` returns the StreamingJob (validated by the caller)."""
         with self.lock:
-            alloc, high = self._allocator()
+            alloc, high = ops.id_allocator(self.state)
             job = build_job(alloc(), time.time())
             if self.job(job.name) is not None:
                 raise AnalysisError(f"job name exist, jobName:{job.name}")

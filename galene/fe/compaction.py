@@ -269,8 +269,8 @@ class CompactionService:
     def _urgent_rowsets(self) -> int:
         """A tablet with this many rowsets is compacted without waiting for the next round."""
         return (
-            max(2, self.fe.catalog.max_tablet_version_num // 2)
-            if self.fe.catalog.max_tablet_version_num
+            max(2, self.fe.catalog.txns.max_tablet_version_num // 2)
+            if self.fe.catalog.txns.max_tablet_version_num
             else 0
         )
 

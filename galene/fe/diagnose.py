@@ -18,7 +18,7 @@ from aiohttp import web
 
 from galene.net.client import TOKEN_HEADER
 from galene.net.deadline import DeadlineExceeded
-from galene.net.server import tasks_dump_json
+from galene.net.tasks_dump import tasks_dump_json
 
 PROBE_TIMEOUT_S = 3.0
 

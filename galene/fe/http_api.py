@@ -21,7 +21,6 @@ import galene
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe import auth
-from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
 from galene.fe.compaction import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
@@ -29,8 +28,10 @@ from galene.load import two_phase
 from galene.load.headers import parse_basic_auth
 from galene.meta import tools as meta_tools
 from galene.net.client import TOKEN_HEADER
-from galene.net.server import read_json_object, tasks_dump_json, tasks_dump_text
+from galene.net.server import read_json_object
+from galene.net.tasks_dump import tasks_dump_json, tasks_dump_text
 from galene.storage.rowset import delete_rowset_files
+from galene.txn.labels import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict, txn_of_label
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,7 @@ class FeHttpApi:
             return self._unauthorized()
         label = request.query.get("label", "")
         try:
-            txn = self.fe.catalog.txn_by_label(request.match_info["db"], label)
+            txn = self.fe.catalog.txns.txn_by_label(request.match_info["db"], label)
         except GaleneError as e:
             return web.json_response({"status": "FAILED", "msg": e.message, "data": None})
         state = "UNKNOWN" if txn is None else txn.status
@@ -286,7 +287,7 @@ class FeHttpApi:
     def _may_load_2pc(self, ident: auth.Identity, req: two_phase.TwoPhaseRequest) -> bool:
         """LOAD_PRIV on the table of the txn the request names (the database's, if none)."""
         try:
-            txn = self.fe.catalog.txn_for_2pc(req.db, req.txn_id, req.label)
+            txn = self.fe.catalog.txns.txn_for_2pc(req.db, req.txn_id, req.label)
         except GaleneError:
             return self._may_load(ident, req.db, None)  # run_2pc answers the missing txn
         table = self.fe.state.tables.get(txn.table_id)
@@ -297,9 +298,9 @@ class FeHttpApi:
         catalog = self.fe.catalog
         try:
             if req.operation == "commit":
-                await asyncio.to_thread(catalog.commit_txn_2pc, req.db, req.txn_id, req.label)
+                await asyncio.to_thread(catalog.txns.commit_txn_2pc, req.db, req.txn_id, req.label)
             else:
-                _, freed = await asyncio.to_thread(catalog.abort_txn_2pc, req.db, req.txn_id, req.label)
+                _, freed = await asyncio.to_thread(catalog.txns.abort_txn_2pc, req.db, req.txn_id, req.label)
                 if freed:
                     await asyncio.to_thread(delete_rowset_files, self.fe.fs, self.fe.root, freed)
         except GaleneError as e:
@@ -439,7 +440,7 @@ class FeHttpApi:
             if not self._may_load(ident, str(p["db"]), str(p["table"])):
                 raise LoadError(auth.load_denied_text())
             txn, table = await asyncio.to_thread(
-                self.fe.catalog.begin_txn,
+                self.fe.catalog.txns.begin_txn,
                 p["db"],
                 p["table"],
                 p["label"],
@@ -455,7 +456,7 @@ class FeHttpApi:
     async def txn_commit(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
             rowsets = msgspec.convert(p.get("rowsets", []), list[Rowset])
-            commit = self.fe.catalog.precommit_txn if p.get("two_phase") else self.fe.catalog.commit_txn
+            commit = self.fe.catalog.txns.precommit_txn if p.get("two_phase") else self.fe.catalog.txns.commit_txn
             t0 = time.monotonic()
             await asyncio.to_thread(
                 commit,
@@ -487,11 +488,11 @@ class FeHttpApi:
     async def group_commit_begin(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
             txn, table = await asyncio.to_thread(
-                self.fe.catalog.begin_group_txn,
+                self.fe.catalog.txns.begin_group_txn,
                 int(p["db_id"]),
                 int(p["table_id"]),
                 str(p["label"]),
-                timeout_s=int(p.get("timeout_s") or 0) or self.fe.catalog.default_load_timeout_s,
+                timeout_s=int(p.get("timeout_s") or 0) or self.fe.catalog.txns.default_load_timeout_s,
                 backend_id=int(p.get("backend_id") or 0),
             )
             return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
@@ -500,7 +501,7 @@ class FeHttpApi:
 
     async def group_commit_reserve_label(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
-            await asyncio.to_thread(self.fe.catalog.reserve_group_label, int(p["txn_id"]), str(p["label"]))
+            await asyncio.to_thread(self.fe.catalog.txns.reserve_group_label, int(p["txn_id"]), str(p["label"]))
             return {"status": "OK"}
 
         return await self._internal(request, fn)
@@ -511,8 +512,7 @@ class FeHttpApi:
 
         async def fn(p: dict) -> dict:
             db = self.fe.state.databases.get(int(p["db_id"]))
-            txn_id = db.labels.get(str(p["label"])) if db is not None else None
-            txn = self.fe.state.txns.get(txn_id) if txn_id is not None else None
+            txn = txn_of_label(self.fe.state, db, str(p["label"]))
             if txn is None or txn.status == "ABORTED":
                 return {"status": "OK", "used": False}
             return {
@@ -530,7 +530,7 @@ class FeHttpApi:
             t0 = time.monotonic()
             try:
                 await asyncio.to_thread(
-                    self.fe.catalog.commit_group_txn,
+                    self.fe.catalog.txns.commit_group_txn,
                     int(p["txn_id"]),
                     rowsets,
                     [str(label) for label in p.get("sub_labels", [])],
@@ -548,7 +548,7 @@ class FeHttpApi:
         async def fn(p: dict) -> dict:
             groups = [(int(g["db_id"]), str(g["label"])) for g in p.get("groups", [])]
             statuses = await asyncio.to_thread(
-                self.fe.catalog.recover_group_txns, int(p["backend_id"]), groups
+                self.fe.catalog.txns.recover_group_txns, int(p["backend_id"]), groups
             )
             return {"status": "OK", "groups": statuses}
 
@@ -562,7 +562,7 @@ class FeHttpApi:
             verdicts, aborts = arbiter.verdicts(int(p["backend_id"]), list(p.get("groups") or []))
             for db_id, label in aborts:
                 await asyncio.to_thread(
-                    self.fe.catalog.abort_group_label,
+                    self.fe.catalog.txns.abort_group_label,
                     db_id,
                     label,
                     "group commit owner died: replayed from a WAL copy",
@@ -576,7 +576,7 @@ class FeHttpApi:
 
         async def fn(p: dict) -> dict:
             status = await asyncio.to_thread(
-                self.fe.catalog.abort_label_of_backend,
+                self.fe.catalog.txns.abort_label_of_backend,
                 str(p["db"]),
                 str(p["label"]),
                 int(p.get("backend_id") or 0),
@@ -589,7 +589,7 @@ class FeHttpApi:
 
     async def txn_abort(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
-            await asyncio.to_thread(self.fe.catalog.abort_txn, int(p["txn_id"]), str(p.get("reason", "")))
+            await asyncio.to_thread(self.fe.catalog.txns.abort_txn, int(p["txn_id"]), str(p.get("reason", "")))
             return {"status": "OK"}
 
         return await self._internal(request, fn)

@@ -41,9 +41,9 @@ from datetime import datetime
 import msgspec
 import pyarrow as pa
 
+from galene.catalog import ops
 from galene.catalog.model import JobStatistic, JobTask, StreamingJob
 from galene.common.errors import AnalysisError, GaleneError
-from galene.meta import ops
 from galene.net.deadline import with_deadline
 from galene.sql import statements as st
 
@@ -238,7 +238,7 @@ class JobRunner:
         for txn in list(catalog.state.txns.values()):
             if txn.status == "PREPARE" and txn.label.startswith("streaming_job_"):
                 try:
-                    catalog.abort_txn(txn.id, "FE restarted while the streaming task ran")
+                    catalog.txns.abort_txn(txn.id, "FE restarted while the streaming task ran")
                 except GaleneError:
                     log.warning("abort of orphan streaming txn %s failed", txn.id, exc_info=True)
 

@@ -25,6 +25,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from galene.catalog.properties import group_commit_data_bytes, group_commit_interval_ms
+
 REDIRECT_POLICY_HEADER = "redirect-policy"
 DIRECT, RANDOM_BE, PUBLIC, PRIVATE, PUBLIC_PRIVATE = (
     "direct",
@@ -188,18 +190,6 @@ def host_port_text(host: str, port: int) -> str:
 
 
 # --- group-commit affinity --------------------------------------------------------------------
-DEFAULT_INTERVAL_MS = 10000
-DEFAULT_DATA_BYTES = 134217728
-
-
-def _int_property(props: dict[str, str], name: str, default: int) -> int:
-    try:
-        value = int(str(props.get(name, default)).strip())
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 @dataclass
 class _TableLoad:
     owner: int = 0  # backend id; 0 = none yet
@@ -230,7 +220,7 @@ class GroupCommitAffinity:
         load = self.tables.get(table_id)
         if load is None:
             return 0
-        window_s = _int_property(properties, "group_commit_interval_ms", DEFAULT_INTERVAL_MS) / 1000 + 1
+        window_s = group_commit_interval_ms(properties) / 1000 + 1
         self._trim(load, window_s, time.monotonic() if now is None else now)
         return load.window_bytes
 
@@ -241,7 +231,7 @@ class GroupCommitAffinity:
         if not eligible:
             return None
         load = self.tables.setdefault(table_id, _TableLoad())
-        limit = _int_property(properties, "group_commit_data_bytes", DEFAULT_DATA_BYTES)
+        limit = group_commit_data_bytes(properties)
         if load.owner in eligible and self.window_bytes(table_id, properties, now) < limit:
             return load.owner
         load.owner = self._rng.choice(eligible)

@@ -127,7 +127,7 @@ class Pipelines:
         try:
             txn, table = await asyncio.to_thread(
                 functools.partial(
-                    fe.catalog.begin_txn,
+                    fe.catalog.txns.begin_txn,
                     target.db_name,
                     target.table.name,
                     target.label,
@@ -164,7 +164,7 @@ class Pipelines:
                 raise
             self._check_rules(result, target)
             await asyncio.to_thread(
-                fe.catalog.commit_txn,
+                fe.catalog.txns.commit_txn,
                 txn.id,
                 result.rowsets,
                 num_rows=result.num_loaded,
@@ -230,7 +230,7 @@ class Pipelines:
         from galene.engine import write as w
 
         try:
-            self.fe.catalog.abort_txn(txn_id, reason)
+            self.fe.catalog.txns.abort_txn(txn_id, reason)
         except Exception:
             log.warning("abort of txn %s failed", txn_id, exc_info=True)
         try:
@@ -475,13 +475,13 @@ class Pipelines:
         label = f"truncate_{uuid.uuid4().hex}"
 
         def do() -> None:
-            txn, _ = self.fe.catalog.begin_txn(
+            txn, _ = self.fe.catalog.txns.begin_txn(
                 db_name, table.name, label, timeout_s=60, load_type="TRUNCATE", user=ctx.user
             )
             try:
-                self.fe.catalog.commit_txn(txn.id, [], replace_partitions=part_ids)
+                self.fe.catalog.txns.commit_txn(txn.id, [], replace_partitions=part_ids)
             except BaseException as e:
-                self.fe.catalog.abort_txn(txn.id, str(e))
+                self.fe.catalog.txns.abort_txn(txn.id, str(e))
                 raise
 
         await asyncio.to_thread(do)

@@ -35,7 +35,8 @@ from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
-from galene.net.server import Metrics, make_app_runner, make_server_socket, server_socket_options
+from galene.net.metrics import Metrics
+from galene.net.server import make_app_runner, make_server_socket, server_socket_options
 from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
@@ -103,7 +104,7 @@ class FeServer:
             # Doris lifts the limit where compaction is off (disable_auto_compaction).
             max_tablet_version_num=0 if self.cfg.disable_auto_compaction else self.cfg.max_tablet_version_num,
         )
-        self.catalog.on_many_versions = self.compaction.note_many_versions
+        self.catalog.txns.on_many_versions = self.compaction.note_many_versions
         # Users: a new cluster's initial root password; the warning while root is open.
         fresh = self.store.last_journal_id == 0 and self.store.last_image_id == 0
         await asyncio.to_thread(
@@ -218,9 +219,9 @@ class FeServer:
         while True:
             await asyncio.sleep(5)
             try:
-                await asyncio.to_thread(self.catalog.expire_txns)
+                await asyncio.to_thread(self.catalog.txns.expire_txns)
                 # PRECOMMITTED txns past their timeout: the FE holds their file list.
-                freed = await asyncio.to_thread(self.catalog.abort_stale_precommitted)
+                freed = await asyncio.to_thread(self.catalog.txns.abort_stale_precommitted)
                 if freed:
                     await asyncio.to_thread(delete_rowset_files, self.fs, self.root, freed)
                 if time.monotonic() - last_gc > self.cfg.gc_interval_seconds:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from galene.txn.labels import txn_of_label
+
 SETTLE_S = 3.0
 REPORT_TTL_S = 10.0
 # Allowed clock difference between the FE and a BE (the lease is an FE wall-clock instant).
@@ -69,7 +71,7 @@ class ReplicaArbiter:
 
     def verdicts(self, holder: int, groups: list[dict]) -> tuple[dict[str, str], list[tuple[int, str]]]:
         """The verdict per label, and the (db_id, label) whose owner's txn the caller must
-        abort (`CatalogService.abort_group_label`) before it answers TAKEOVER."""
+        abort (`TxnManager.abort_group_label`) before it answers TAKEOVER."""
         now = time.monotonic()
         out: dict[str, str] = {}
         aborts: list[tuple[int, str]] = []
@@ -79,8 +81,7 @@ class ReplicaArbiter:
             key = (db_id, label)
             db = state.databases.get(db_id)
             table = state.tables.get(int(g["table_id"]))
-            txn_id = db.labels.get(label) if db is not None else None
-            txn = state.txns.get(txn_id) if txn_id is not None else None
+            txn = txn_of_label(state, db, label)
             if db is None or table is None or (txn is not None and txn.status in ("VISIBLE", "COMMITTED")):
                 out[label] = "DROP"
                 self.groups.pop(key, None)

@@ -3,7 +3,7 @@
 `PUT /api/{db}[/{table}]/_stream_load_2pc` with headers `txn_id` or `label` and
 `txn_operation: commit|abort` commits or aborts a load that was sent with
 `two_phase_commit: true` (left PRECOMMITTED). Both the FE and the BE answer it; the
-decision is the FE's (`CatalogService.commit_txn_2pc` / `abort_txn_2pc`), so the BE
+decision is the FE's (`TxnManager.commit_txn_2pc` / `abort_txn_2pc`), so the BE
 forwards the request to the FE's internal API and relays the answer (`galene.be.stream_load_2pc`).
 
 This module owns the header vocabulary, the validation order and the reply texts, shared

@@ -34,11 +34,11 @@ from pathlib import Path
 
 from galene.catalog.apply import apply_op
 from galene.catalog.model import CatalogState
+from galene.catalog.ops import Op, decode_op, encode_op, op_type
 from galene.common.errors import GaleneError
 from galene.common.files import fsync_path
 from galene.meta.image import ImageError, read_image, write_image, write_image_file
 from galene.meta.journal import SYNC_LEVELS, Journal
-from galene.meta.ops import Op, decode_op, encode_op, op_type
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 
 from galene.catalog.model import CatalogState
+from galene.catalog.ops import decode_op
 from galene.meta.image import ImageError, read_image, write_image_file
 from galene.meta.journal import Journal
-from galene.meta.ops import decode_op
 
 __all__ = ["ImageError", "dump_state", "list_journal", "read_image", "validate_image", "write_image_file"]
 

@@ -32,7 +32,7 @@ from galene.net.deadline import DeadlineExceeded, with_deadline
 
 if TYPE_CHECKING:
     from galene.net.failure import FailureDetector
-    from galene.net.server import Metrics
+    from galene.net.metrics import Metrics
 
 TOKEN_HEADER = "X-Galene-Token"
 

@@ -1,1 +1,1 @@
-"""Galene txn package."""
+"""Transactions: the FE's transaction manager (`manager.TxnManager`), label rules, versions."""

@@ -355,39 +355,39 @@ def _rowset(tablet_id: int = 1):
 
 
 def test_fe_aborts_prepare_txn_past_its_timeout(catalog):
-    txn, _ = catalog.begin_txn("d", "t", "slow", timeout_s=5)
-    assert catalog.expire_txns(now=txn.begin_time + 4) == []
-    assert catalog.expire_txns(now=txn.begin_time + 6) == [txn.id]
-    assert catalog.txn_by_label("d", "slow").status == "ABORTED"
-    assert catalog.txn_by_label("d", "slow").reason == "timeout by txn manager"
+    txn, _ = catalog.txns.begin_txn("d", "t", "slow", timeout_s=5)
+    assert catalog.txns.expire_txns(now=txn.begin_time + 4) == []
+    assert catalog.txns.expire_txns(now=txn.begin_time + 6) == [txn.id]
+    assert catalog.txns.txn_by_label("d", "slow").status == "ABORTED"
+    assert catalog.txns.txn_by_label("d", "slow").reason == "timeout by txn manager"
     # A BE that finishes late cannot commit it.
     with pytest.raises(Exception, match="already aborted"):
-        catalog.commit_txn(txn.id, [_rowset()])
+        catalog.txns.commit_txn(txn.id, [_rowset()])
 
 
 def test_precommitted_txn_times_out_by_precommit_timeout_not_load_timeout(catalog):
     """Doris: PRECOMMITTED txns expire `stream_load_default_precommit_timeout_second` after
     the precommit; the load `timeout` no longer applies. Their files are handed back."""
-    txn, _ = catalog.begin_txn("d", "t", "tp", timeout_s=5)
-    catalog.precommit_txn(txn.id, [_rowset()], num_rows=3)
-    precommit_time = catalog.txn_by_label("d", "tp").commit_time
-    assert catalog.expire_txns(now=precommit_time + 600) == []
-    assert catalog.abort_stale_precommitted(now=precommit_time + 600) == []
-    assert catalog.txn_by_label("d", "tp").status == "PRECOMMITTED"
+    txn, _ = catalog.txns.begin_txn("d", "t", "tp", timeout_s=5)
+    catalog.txns.precommit_txn(txn.id, [_rowset()], num_rows=3)
+    precommit_time = catalog.txns.txn_by_label("d", "tp").commit_time
+    assert catalog.txns.expire_txns(now=precommit_time + 600) == []
+    assert catalog.txns.abort_stale_precommitted(now=precommit_time + 600) == []
+    assert catalog.txns.txn_by_label("d", "tp").status == "PRECOMMITTED"
 
-    freed = catalog.abort_stale_precommitted(now=precommit_time + 3601)
+    freed = catalog.txns.abort_stale_precommitted(now=precommit_time + 3601)
     assert [r.files for r in freed] == [["data/x/y.parquet"]]
-    assert catalog.txn_by_label("d", "tp").status == "ABORTED"
+    assert catalog.txns.txn_by_label("d", "tp").status == "ABORTED"
     assert "data/x/y.parquet" not in catalog.referenced_files()
 
 
 def test_label_retention_forgets_finished_txns_only(catalog):
-    done, _ = catalog.begin_txn("d", "t", "done")
-    catalog.commit_txn(done.id, [_rowset()])
-    catalog.begin_txn("d", "t", "running", timeout_s=10_000)
-    finish = catalog.txn_by_label("d", "done").finish_time
-    catalog.expire_txns(now=finish + 61)
-    assert catalog.txn_by_label("d", "done") is None  # label free again
-    assert catalog.txn_by_label("d", "running").status == "PREPARE"
-    again, _ = catalog.begin_txn("d", "t", "done")
+    done, _ = catalog.txns.begin_txn("d", "t", "done")
+    catalog.txns.commit_txn(done.id, [_rowset()])
+    catalog.txns.begin_txn("d", "t", "running", timeout_s=10_000)
+    finish = catalog.txns.txn_by_label("d", "done").finish_time
+    catalog.txns.expire_txns(now=finish + 61)
+    assert catalog.txns.txn_by_label("d", "done") is None  # label free again
+    assert catalog.txns.txn_by_label("d", "running").status == "PREPARE"
+    again, _ = catalog.txns.begin_txn("d", "t", "done")
     assert again.id != done.id

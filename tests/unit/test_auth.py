@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import pytest
 import sqlglot
 
+from galene.catalog import ops
 from galene.catalog.apply import apply_op
 from galene.catalog.model import CatalogState, Column, Database, Table, UserAccount
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
 from galene.fe import auth
-from galene.meta import ops
 from galene.sql import statements as st
 from galene.sql.dialect import Galene
 

@@ -159,9 +159,9 @@ def catalog(tmp_path):
 def _load(svc: CatalogService, n: int, tablet_index: int = 0) -> None:
     table = svc.table("d", "t")
     p = table.partitions[0]
-    txn, _ = svc.begin_txn("d", "t", f"l{n}")
+    txn, _ = svc.txns.begin_txn("d", "t", f"l{n}")
     r = Rowset(id=f"r{n}", tablet_id=p.tablet_ids[tablet_index], partition_id=p.id, files=[f"f{n}.parquet"])
-    svc.commit_txn(txn.id, [r])
+    svc.txns.commit_txn(txn.id, [r])
 
 
 def test_loads_fail_with_dorises_error_once_a_tablet_has_too_many_versions(catalog):
@@ -170,7 +170,7 @@ def test_loads_fail_with_dorises_error_once_a_tablet_has_too_many_versions(catal
     table = catalog.table("d", "t")
     tablet = table.partitions[0].tablet_ids[0]
     with pytest.raises(LoadError) as e:
-        catalog.begin_txn("d", "t", "l9")
+        catalog.txns.begin_txn("d", "t", "l9")
     assert e.value.message.startswith(
         f"[E-235]failed to init rowset builder. version count: 4, exceed limit: 3, tablet: {tablet}."
     )

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from galene.catalog import ops
 from galene.catalog.apply import apply_op
 from galene.catalog.model import (
     JOB_TASK_HISTORY,
@@ -34,7 +35,6 @@ from galene.load.objectstore import (
     literal_prefix_dir,
     parse_source,
 )
-from galene.meta import ops
 
 
 def _state() -> CatalogState:
@@ -96,16 +96,16 @@ def test_catalog_refuses_a_batch_whose_job_moved(tmp_path):
 
     cat.create_table("d", build)
     job = cat.create_job(lambda jid, now: StreamingJob(id=jid, name="j", db_id=cat.db("d").id, status="RUNNING"))
-    txn, _ = cat.begin_txn("d", "t", "a")
+    txn, _ = cat.txns.begin_txn("d", "t", "a")
     good = ops.JobProgress(job_id=job.id, generation=0, prev_offset="", offset="f1")
-    cat.commit_txn(txn.id, [], job_progress=good)
+    cat.txns.commit_txn(txn.id, [], job_progress=good)
     assert cat.state.jobs[job.id].offset == "f1"
-    txn2, _ = cat.begin_txn("d", "t", "b")
+    txn2, _ = cat.txns.begin_txn("d", "t", "b")
     with pytest.raises(Exception, match="offset moved"):
-        cat.commit_txn(txn2.id, [], job_progress=good)  # started after "", the job is at f1 now
+        cat.txns.commit_txn(txn2.id, [], job_progress=good)  # started after "", the job is at f1 now
     cat.pause_job("j")
     with pytest.raises(Exception, match="PAUSED"):
-        cat.commit_txn(txn2.id, [], job_progress=ops.JobProgress(job_id=job.id, generation=0, prev_offset="f1", offset="f2"))
+        cat.txns.commit_txn(txn2.id, [], job_progress=ops.JobProgress(job_id=job.id, generation=0, prev_offset="f1", offset="f2"))
     assert cat.state.txns[txn2.id].status == "PREPARE" and cat.state.jobs[job.id].offset == "f1"
     store.close()
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from galene.catalog import model
+from galene.catalog import model, ops
 from galene.catalog.model import (
     Backend,
     Column,
@@ -34,7 +34,6 @@ from galene.catalog.model import (
 )
 from galene.common.types import ColumnType
 from galene.fe.auth import native_hash
-from galene.meta import ops
 from galene.meta.store import MetaStore
 
 names = st.sampled_from(["a", "b", "c", "d", "e"])

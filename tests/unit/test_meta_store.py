@@ -10,9 +10,9 @@ import sqlite3
 import msgspec
 import pytest
 
+from galene.catalog import ops
 from galene.catalog.model import Column, Database, Partition, Table
 from galene.common.types import ColumnType
-from galene.meta import ops
 from galene.meta.image import ImageError
 from galene.meta.journal import Journal
 from galene.meta.store import MetaRecoveryError, MetaStore

@@ -23,14 +23,9 @@ from galene.net.client import TOKEN_HEADER, RpcClient, RpcUnavailable, TunedConn
 from galene.net.deadline import DeadlineExceeded, SharedDeadlines, with_deadline
 from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
-from galene.net.server import (
-    PROMETHEUS_CONTENT_TYPE,
-    Metrics,
-    make_server_socket,
-    metrics_text,
-    tasks_dump_handler,
-    tasks_dump_text,
-)
+from galene.net.metrics import PROMETHEUS_CONTENT_TYPE, Metrics, metrics_text
+from galene.net.server import make_server_socket
+from galene.net.tasks_dump import tasks_dump_handler, tasks_dump_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,8 @@
 An op is appended to the journal before it is applied (`galene.catalog.apply.apply_op`),
 so replaying image + journal reproduces the state exactly. Ops carry every value they
 set (ids, times, versions): applying an op never reads a clock or allocates anything.
-`Op` is a msgspec tagged union; `encode_op` / `decode_op` are its wire form.
+`Op` is a msgspec tagged union; `encode_op` / `decode_op` are its wire form. Ops are the
+catalog's state changes, so they live with the catalog; `galene.meta` stores and replays them.
 """
 
 from __future__ import annotations
@@ -398,3 +399,15 @@ def decode_op(data: bytes) -> Op:
 
 def op_type(op: Op) -> str:
     return type(op).__name__
+
+
+def id_allocator(state: model.CatalogState):
+    """Return (alloc, high) for one op: alloc() hands out ids from the state's next id,
+    high() is the op's `next_id` (apply raises the state's to it)."""
+    counter = [state.next_id]
+
+    def alloc() -> int:
+        counter[0] += 1
+        return counter[0] - 1
+
+    return alloc, lambda: counter[0]
