@@ -276,6 +276,21 @@ def can_see(state: CatalogState, user: Identity | UserAccount | str, db: str, ta
     return has_table(state, ident, db, table, SHOW)
 
 
+@dataclass(frozen=True)
+class SessionPrivileges:
+    """A session's privileges as information_schema asks for them (its `Privileges` hook, which
+    the executor builds for every statement that reads metadata)."""
+
+    state: CatalogState
+    identity: Identity
+
+    def can_see(self, db: str, table: str | None = None) -> bool:
+        return can_see(self.state, self.identity, db, table)
+
+    def is_admin(self) -> bool:
+        return is_admin(self.state, self.identity)
+
+
 # --- Doris' refusal texts -------------------------------------------------------------------------
 def specific_denied(what: str) -> AccessDenied:
     """ERR_SPECIFIC_ACCESS_DENIED_ERROR (1227)."""

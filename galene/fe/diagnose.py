@@ -71,10 +71,10 @@ async def report(fe, seconds: float) -> dict:
     rpc = fe.rpc
     token = {TOKEN_HEADER: fe.store.token}
     fe_node = f"{fe.host}:{fe.http_port}"
-    show = await fe.executor._do_ShowBackends(None, None)
+    show = await fe.executor.show_backends()
     names = [c.name for c in show.columns]
     backends = [dict(zip(names, row, strict=True)) for row in show.rows]
-    frontends_res = await fe.executor._do_ShowFrontends(None, None)
+    frontends_res = await fe.executor.show_frontends()
     fnames = [c.name for c in frontends_res.columns]
     frontends = [dict(zip(fnames, row, strict=True)) for row in frontends_res.rows]
     addrs = []

@@ -32,7 +32,7 @@ from galene.catalog.model import Column, Partition, Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, LoadError
 from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
-from galene.fe.mysql_server import StatementResult
+from galene.fe.mysql.boundary import StatementResult
 from galene.sql import source_types
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
@@ -92,7 +92,7 @@ class Pipelines:
         bound: dict[tuple[str, str], str] = {}
 
         def resolve(db: str | None, name: str) -> str | ViewDefinition:
-            db_name = self.executor._db_name(db, ctx)
+            db_name = self.executor.database_of(db, ctx)
             key = (db_name, name)
             if key in (view_overrides or {}):
                 return view_overrides[key]
@@ -261,7 +261,7 @@ class Pipelines:
 
     # --- INSERT … SELECT / OVERWRITE ------------------------------------------------
     async def insert(self, s: st.Insert, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         if s.values is not None:
             ins.check_value_count(s.values, len(names))
@@ -290,14 +290,14 @@ class Pipelines:
 
     # --- CREATE TABLE … AS SELECT / LIKE ----------------------------------------------
     async def create_table_as_select(self, s: st.CreateTable, ctx) -> StatementResult:
-        db_name = self.executor._db_name(s.db, ctx)
+        db_name = self.executor.database_of(s.db, ctx)
         if self.fe.catalog.has_db(db_name) and _table_exists(self.fe, db_name, s.name):
             if s.if_not_exists:
                 return StatementResult()
             raise GaleneError(f"Table '{s.name}' already exists", 1050)
         spark_sql, views = self.plan_query(s.query, ctx)
         await self.fe.wait_engine()
-        schema = await asyncio.to_thread(self._query_schema, spark_sql, views)
+        schema = await asyncio.to_thread(self.query_schema, spark_sql, views)
         types = ctas_types(s.query, schema, self.executor, ctx)
         columns = [Column(name=name, type=t) for (name, _), t in zip(schema, types, strict=True)]
 
@@ -328,7 +328,7 @@ class Pipelines:
             raise
         return self.ok(outcome)
 
-    def _query_schema(self, spark_sql: str, views: dict) -> list[tuple[str, str]]:
+    def query_schema(self, spark_sql: str, views: dict) -> list[tuple[str, str]]:
         from galene.engine.scan import table_frame
 
         spark = self.fe.engine.spark()
@@ -347,9 +347,9 @@ class Pipelines:
                     log.debug("dropping view %s failed", name, exc_info=True)
 
     async def create_table_like(self, s: st.CreateTable, ctx) -> StatementResult:
-        db_name = self.executor._db_name(s.db, ctx)
+        db_name = self.executor.database_of(s.db, ctx)
         src_db, src_name = s.like
-        _, source = self.executor._table(src_db, src_name, ctx)
+        _, source = self.executor.table_of(src_db, src_name, ctx)
 
         def build(db_id, alloc, now):
             return copy_table_definition(source, s.name, db_id, alloc, now)
@@ -359,7 +359,7 @@ class Pipelines:
 
     # --- UPDATE ---------------------------------------------------------------------
     async def update(self, s: st.Update, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if table.keys_type != "UNIQUE_KEYS":
             raise GaleneError("Only unique table could be updated.")
         visible = table.visible_columns()
@@ -399,7 +399,7 @@ class Pipelines:
 
     # --- DELETE ---------------------------------------------------------------------
     async def delete(self, s: st.Delete, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if s.where is None:
             raise AnalysisError("Where clause is required for DELETE; use TRUNCATE TABLE to remove all rows")
         part_ids = _partition_ids(table, s.partitions) if s.partitions else None
@@ -470,7 +470,7 @@ class Pipelines:
 
     # --- TRUNCATE -------------------------------------------------------------------
     async def truncate(self, s: st.Truncate, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         part_ids = _partition_ids(table, s.partitions) if s.partitions else [p.id for p in table.partitions]
         label = f"truncate_{uuid.uuid4().hex}"
 
@@ -550,7 +550,7 @@ def ctas_types(query: exp.Expr, schema: list[tuple[str, str]], executor, ctx) ->
     the engine's (name, type) `schema` of it."""
 
     def lookup(db, name):
-        return executor._source_columns(ctx.database, db, name) if (db or ctx.database) else None
+        return executor.source_columns(ctx.database, db, name) if (db or ctx.database) else None
 
     sources = source_types.source_column_types(query, lookup)
     if len(sources) != len(schema):
