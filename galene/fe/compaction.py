@@ -756,13 +756,13 @@ def internal_routes(api) -> list:
     svc = api.fe.compaction
 
     async def run(request: web.Request) -> web.Response:
-        return await api._internal(request, svc.http_run)
+        return await api.internal(request, svc.http_run)
 
     async def show(request: web.Request) -> web.Response:
-        return await api._internal(request, svc.http_show)
+        return await api.internal(request, svc.http_show)
 
     async def run_status(request: web.Request) -> web.Response:
-        return await api._internal(request, svc.http_run_status)
+        return await api.internal(request, svc.http_run_status)
 
     return [
         web.post("/api/_internal/compaction/run", run),

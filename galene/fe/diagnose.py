@@ -28,18 +28,16 @@ class HopTimeout(Exception):
 
 
 def routes(fe, api) -> list:
-    """`api`: the FE's `FeHttpApi` (its ADMIN_PRIV/NODE_PRIV check)."""
+    """`api`: the FE's `FeHttpApi` (its ADMIN_PRIV/NODE_PRIV check, `admin_only`)."""
 
     async def doctor(request: web.Request) -> web.Response:
-        if (refusal := api._admin(request)) is not None:
-            return refusal
         try:
             seconds = min(60.0, max(0.1, float(request.query.get("timeout", PROBE_TIMEOUT_S))))
         except ValueError:
             return web.json_response({"status": "FAILED", "msg": "timeout must be a number"}, status=400)
         return web.json_response(await report(fe, seconds))
 
-    return [web.get("/api/_doctor", doctor)]
+    return [web.get("/api/_doctor", api.admin_only(doctor))]
 
 
 async def _hop(aw, seconds: float, peer: str) -> dict:

@@ -129,12 +129,6 @@ class ExecutorBase:
         )  # fmt: skip
 
 
-def truthy(value) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "on")
-    return bool(value)
-
-
 def json_text(d) -> str:
     return json.dumps(d, separators=(", ", ": "))
 

@@ -19,7 +19,6 @@ import asyncio
 import functools
 import itertools
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from sqlglot import exp
 from galene.catalog.model import Column, Partition, Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, LoadError
 from galene.common.types import ColumnType, from_spark_type_name
+from galene.engine import failures
 from galene.fe import insert as ins
 from galene.fe.mysql.boundary import StatementResult
 from galene.sql import source_types
@@ -109,11 +109,7 @@ class Pipelines:
         return to_spark_sql(expr, resolve), views
 
     def _session_rules(self, ctx) -> tuple[bool, float, int]:
-        v = ctx.variables
-        strict = _truthy(v.get("enable_insert_strict", True))
-        ratio = float(v.get("insert_max_filter_ratio", 1.0) or 0.0)
-        timeout = int(v.get("insert_timeout", 14400) or 14400)
-        return strict, ratio, timeout
+        return ins.session_rules(ctx.variables)
 
     # --- the write ------------------------------------------------------------------
     async def run(self, target: Target, spark_sql: str, views: dict, ctx=None) -> Outcome:
@@ -176,7 +172,7 @@ class Pipelines:
             await asyncio.to_thread(self._undo, txn.id, table, rowset_ids, storage_uri, reason)
             if isinstance(e, GaleneError) or not isinstance(e, Exception):
                 raise
-            raise GaleneError(_engine_error(e)) from None
+            raise failures.job_failure(e) from None
         finally:
             fe.running_rowset_ids.difference_update(rowset_ids.values())
         return Outcome(loaded=result.num_loaded, txn_id=txn.id, label=target.label)
@@ -497,12 +493,6 @@ def view_definition(view, db_name: str) -> ViewDefinition:
 
 
 
-def _truthy(value) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "on")
-    return bool(value)
-
-
 def _delete_label() -> str:
     h = uuid.uuid4().hex
     return f"delete_{h[:16]}_{h[16:]}"
@@ -556,22 +546,6 @@ def ctas_types(query: exp.Expr, schema: list[tuple[str, str]], executor, ctx) ->
     if len(sources) != len(schema):
         sources = [None] * len(schema)
     return [_ctas_type(from_spark_type_name(t), src) for (_, t), src in zip(schema, sources, strict=True)]
-
-
-_CAUSE = re.compile(r"^\s*([\w.$]*(?:Error|Exception))\s*:\s*(\S.*)$")
-
-
-def _engine_error(e: BaseException) -> str:
-    """A Doris-style message for an engine failure, naming its cause in one line: the last
-    `SomeError: message` line of a Python worker's traceback (Sail, PySpark workers), else
-    the first line of the engine's message (Spark's own errors lead with their cause)."""
-    lines = [line for line in str(e).strip().splitlines() if line.strip()]
-    causes = [m for m in (_CAUSE.match(line) for line in lines) if m]
-    if causes and "exception was thrown from the Python worker" in (lines[0] if lines else ""):
-        name, text = causes[-1].group(1), causes[-1].group(2)
-        return f"[INTERNAL_ERROR]the engine job failed: {name.rsplit('.', 1)[-1]}: {text[:500]}"
-    head = lines[0] if lines else type(e).__name__
-    return f"[INTERNAL_ERROR]the engine job failed: {type(e).__name__}: {head[:500]}"
 
 
 def copy_table_definition(source: Table, name: str, db_id: int, alloc, now: float) -> Table:

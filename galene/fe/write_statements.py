@@ -13,7 +13,7 @@ from galene.catalog.model import StreamingJob
 from galene.common.errors import GaleneError
 from galene.fe import insert as ins
 from galene.fe import jobs as jb
-from galene.fe.executor_base import ExecutorBase, truthy
+from galene.fe.executor_base import ExecutorBase
 from galene.fe.mysql.boundary import StatementResult
 from galene.fe.table_functions import TableFunctionViews
 from galene.storage.objectstore import parse_source
@@ -79,6 +79,7 @@ class WriteStatements(ExecutorBase):
         db_name, table = self.table_of(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         variables = ctx.variables
+        strict, max_filter_ratio, timeout_s = ins.session_rules(variables)
         group_commit = str(variables.get("group_commit") or "off_mode").lower()
         if group_commit not in ins.GROUP_COMMIT_MODES:
             raise GaleneError("group_commit can only be [async_mode, sync_mode, off_mode]")
@@ -97,9 +98,9 @@ class WriteStatements(ExecutorBase):
             columns=names,
             label=s.label or ins.new_insert_label(),
             group_commit=group_commit,
-            strict=truthy(variables.get("enable_insert_strict", True)),
-            max_filter_ratio=float(variables.get("insert_max_filter_ratio", 1.0)),
-            timeout_s=int(variables.get("insert_timeout", 14400) or 14400),
+            strict=strict,
+            max_filter_ratio=max_filter_ratio,
+            timeout_s=timeout_s,
             partitions=s.partitions,
         )
         body = await asyncio.to_thread(ins.json_lines, rows)
