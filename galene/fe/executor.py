@@ -20,7 +20,7 @@ protocol of `galene.fe.mysql.boundary`).
 from __future__ import annotations
 
 from galene.common.errors import GaleneError
-from galene.fe import auth
+from galene.fe import auth, authorize
 from galene.fe.metadata_statements import MetadataStatements
 from galene.fe.mysql.boundary import SessionContext, StatementResult
 from galene.fe.query_statements import QueryStatements
@@ -52,14 +52,14 @@ class SqlExecutor(
     def check_database_access(self, name: str, ctx: SessionContext) -> None:
         """USE / COM_INIT_DB / the database of a login: Doris' 1044 for a database the user
         has no privilege in."""
-        auth.authorize(self.fe.state, ctx, st.Use(db=name))
+        authorize.authorize(self.fe.state, ctx, st.Use(db=name))
 
     def is_admin(self, ctx: SessionContext) -> bool:
         return auth.is_admin(self.fe.state, auth.session_identity(ctx))
 
     async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
         stmt = st.parse_statement(sql)
-        auth.authorize(self.fe.state, ctx, stmt)  # Doris' privilege rules, before anything runs
+        authorize.authorize(self.fe.state, ctx, stmt)  # Doris' privilege rules, before anything runs
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
         if handler is None:
             raise GaleneError(f"Unsupported statement: {sql.strip()[:200]}")

@@ -17,7 +17,7 @@ from sqlglot import exp
 from galene.catalog.model import Table, snapshot
 from galene.common.errors import GaleneError
 from galene.common.types import from_spark_type_name
-from galene.fe import auth
+from galene.fe import authorize
 from galene.fe.executor_base import ExecutorBase, cols
 from galene.fe.mysql.boundary import ResultColumn, SessionContext, StatementResult
 from galene.fe.pipelines import view_definition
@@ -55,7 +55,7 @@ class QueryStatements(ExecutorBase):
         stmt = st.parse_statement(sql)
         if not isinstance(stmt, st.Query):
             return None
-        auth.authorize(self.fe.state, ctx, stmt)
+        authorize.authorize(self.fe.state, ctx, stmt)
         if _reads_schema(stmt.expr, ctx):
             local = run_local(stmt.expr, self.meta_context(ctx))
             return None if local is None else [ResultColumn(n, t) for n, t in local.columns]

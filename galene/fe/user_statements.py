@@ -9,7 +9,7 @@ import functools
 
 from galene.catalog.model import UserAccount, account_key
 from galene.common.errors import AnalysisError
-from galene.fe import auth
+from galene.fe import auth, grants
 from galene.fe.executor_base import ExecutorBase, cols
 from galene.fe.mysql.boundary import StatementResult
 from galene.sql import statements as st
@@ -114,13 +114,13 @@ class UserStatements(ExecutorBase):
     async def _do_Grant(self, s, ctx):
         state = self.fe.state
         revoke = isinstance(s, st.Revoke)
-        privileges = auth.parse_privileges(s.privileges)
+        privileges = grants.parse_privileges(s.privileges)
         if not privileges:
             raise AnalysisError("No privileges or roles in grant statement.")
         kind = {"TABLE": "TABLE", "RESOURCE": "RESOURCE"}.get(s.on, "WORKLOAD_GROUP")
         if kind == "TABLE":
-            target = auth.table_pattern(list(s.target))
-            if auth.pattern_level(target) == "TABLE":
+            target = grants.table_pattern(list(s.target))
+            if grants.pattern_level(target) == "TABLE":
                 ctl, db, tbl = target.split(".", 2)
                 target = f"{ctl}.{db}.{auth.canonical_table(state, db, tbl)}"
         else:
@@ -129,7 +129,7 @@ class UserStatements(ExecutorBase):
             self._check_role_name(s.role, "Can not revoke from role" if revoke else "Can not grant to role")
         else:
             self._check_user_name(s.user)
-        auth.check_grant_rules(state, auth.session_identity(ctx), kind, target, privileges)
+        grants.check_grant_rules(state, auth.session_identity(ctx), kind, target, privileges)
         user = account_key(s.user, s.host) if s.role is None else None
         change = self.fe.catalog.revoke_privileges if revoke else self.fe.catalog.grant_privileges
         await self.blocking(change, user, s.role, kind, target, privileges)
@@ -156,11 +156,11 @@ class UserStatements(ExecutorBase):
         if target is not None and target != me and target.key not in state.accounts:
             raise AnalysisError(f"User: {target} does not exist")
         accounts = list(state.accounts.values()) if target is None else [state.accounts.get(target.key)]
-        rows = sorted((auth.grants_row(state, a) for a in accounts if a is not None), key=lambda r: r[0])
-        return StatementResult(columns=cols(*auth.GRANTS_COLUMNS), rows=rows)
+        rows = sorted((grants.grants_row(state, a) for a in accounts if a is not None), key=lambda r: r[0])
+        return StatementResult(columns=cols(*grants.GRANTS_COLUMNS), rows=rows)
 
     async def _do_ShowRoles(self, s, ctx):
         self._need_global(ctx, auth.GRANT, "GRANT")
         state = self.fe.state
-        rows = [auth.roles_row(state, state.roles[name]) for name in sorted(state.roles)]
-        return StatementResult(columns=cols(*auth.ROLES_COLUMNS), rows=rows)
+        rows = [grants.roles_row(state, state.roles[name]) for name in sorted(state.roles)]
+        return StatementResult(columns=cols(*grants.ROLES_COLUMNS), rows=rows)
