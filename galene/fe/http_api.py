@@ -26,7 +26,7 @@ from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe import auth
 from galene.fe.catalog_service import EXISTING_JOB_STATUS, LabelAlreadyExists, SubLabelConflict
-from galene.fe.compaction import internal_routes as compaction_routes
+from galene.fe.compaction_api import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
 from galene.meta import tools as meta_tools

@@ -1,6 +1,6 @@
 """Statements about the cluster: backends (ALTER SYSTEM ADD / DROP / DECOMMISSION / MODIFY
 BACKEND, SHOW BACKENDS with Galene's write canary), SHOW FRONTENDS, SHOW LOAD (the engine jobs
-of a database), compaction (ADMIN COMPACT, SHOW TABLETS: `galene.fe.compaction`), SHOW PROC, and
+of a database), compaction (ADMIN COMPACT, SHOW TABLETS: `galene.fe.compaction`, `galene.fe.compaction_api`), SHOW PROC, and
 the statements Doris accepts as no-ops here (SET of executor forms, BEGIN / COMMIT / ROLLBACK).
 `SystemStatements` is a part of `galene.fe.executor.SqlExecutor`."""
 
@@ -10,6 +10,7 @@ import time
 
 from galene import NODE_VERSION
 from galene.common.errors import AnalysisError
+from galene.fe import compaction_api
 from galene.fe.executor_base import ExecutorBase, cols, fmt_time, json_text
 from galene.fe.mysql.boundary import StatementResult
 from galene.sql import show
@@ -192,8 +193,8 @@ class SystemStatements(ExecutorBase):
 
     async def _do_ShowTablets(self, s, ctx):
         _, table = self.shown_table(s.db, s.table, ctx)
-        rows = self.fe.compaction.show_tablets(table, s.partitions)
-        return StatementResult(columns=cols(*self.fe.compaction.SHOW_TABLETS_COLUMNS), rows=rows)
+        rows = compaction_api.show_tablets(self.fe.compaction, table, s.partitions)
+        return StatementResult(columns=cols(*compaction_api.SHOW_TABLETS_COLUMNS), rows=rows)
 
     async def _do_ShowProc(self, s, ctx):
         return await self.fe.show_proc(s.path)
