@@ -13,6 +13,8 @@ files' bytes), which data that compresses well undercounts by orders of magnitud
 
 from __future__ import annotations
 
+import re
+
 from galene.common.errors import GaleneError
 
 # Substrings of the text (message and causes) of failures a plan without broadcasts may avoid.
@@ -69,6 +71,34 @@ def short_message(e: BaseException) -> str:
     if len(line) > MESSAGE_MAX:
         line = line[: MESSAGE_MAX - 1] + "…"
     return line
+
+
+_PYTHON_WORKER = "exception was thrown from the Python worker"
+_CAUSE = re.compile(r"^\s*([\w.$]*(?:Error|Exception))\s*:\s*(\S.*)$")
+
+
+def python_worker_cause(e: BaseException) -> str | None:
+    """`Name: message` of the exception a Python worker raised (Sail, PySpark workers: the
+    engine's message is the worker's traceback, whose last `SomeError: message` line is the
+    cause), or None for any other failure."""
+    lines = [line for line in str(e).strip().splitlines() if line.strip()]
+    if not lines or _PYTHON_WORKER not in lines[0]:
+        return None
+    causes = [m for m in (_CAUSE.match(line) for line in lines) if m]
+    if not causes:
+        return None
+    name, text = causes[-1].group(1), causes[-1].group(2)
+    return f"{name.rsplit('.', 1)[-1]}: {text[:MESSAGE_MAX]}"
+
+
+def job_failure(e: BaseException) -> GaleneError:
+    """The Doris error a statement gets when its engine write job failed (INSERT … SELECT, CTAS,
+    UPDATE, DELETE, a materialized view's refresh), naming the cause in one line: a Python
+    worker's own exception, else the engine's exception and its short message."""
+    if isinstance(e, GaleneError):
+        return e
+    cause = python_worker_cause(e) or f"{type(e).__name__}: {short_message(e)}"
+    return GaleneError(f"[INTERNAL_ERROR]the engine job failed: {cause}")
 
 
 def _without_class(line: str) -> str:

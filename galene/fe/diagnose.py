@@ -28,18 +28,16 @@ class HopTimeout(Exception):
 
 
 def routes(fe, api) -> list:
-    """`api`: the FE's `FeHttpApi` (its ADMIN_PRIV/NODE_PRIV check)."""
+    """`api`: the FE's `FeHttpApi` (its ADMIN_PRIV/NODE_PRIV check, `admin_only`)."""
 
     async def doctor(request: web.Request) -> web.Response:
-        if (refusal := api._admin(request)) is not None:
-            return refusal
         try:
             seconds = min(60.0, max(0.1, float(request.query.get("timeout", PROBE_TIMEOUT_S))))
         except ValueError:
             return web.json_response({"status": "FAILED", "msg": "timeout must be a number"}, status=400)
         return web.json_response(await report(fe, seconds))
 
-    return [web.get("/api/_doctor", doctor)]
+    return [web.get("/api/_doctor", api.admin_only(doctor))]
 
 
 async def _hop(aw, seconds: float, peer: str) -> dict:
@@ -71,10 +69,10 @@ async def report(fe, seconds: float) -> dict:
     rpc = fe.rpc
     token = {TOKEN_HEADER: fe.store.token}
     fe_node = f"{fe.host}:{fe.http_port}"
-    show = await fe.executor._do_ShowBackends(None, None)
+    show = await fe.executor.show_backends()
     names = [c.name for c in show.columns]
     backends = [dict(zip(names, row, strict=True)) for row in show.rows]
-    frontends_res = await fe.executor._do_ShowFrontends(None, None)
+    frontends_res = await fe.executor.show_frontends()
     fnames = [c.name for c in frontends_res.columns]
     frontends = [dict(zip(fnames, row, strict=True)) for row in frontends_res.rows]
     addrs = []

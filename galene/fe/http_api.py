@@ -9,9 +9,11 @@ connection, so a client that sent `Expect: 100-continue` never uploads the data 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from aiohttp import web
@@ -21,7 +23,7 @@ import galene
 from galene.catalog.model import Rowset
 from galene.common.errors import GaleneError, LoadError
 from galene.fe import auth
-from galene.fe.compaction import internal_routes as compaction_routes
+from galene.fe.compaction_api import internal_routes as compaction_routes
 from galene.fe.insert import is_internal_password
 from galene.fe.load_routing import LoadRoutingError, host_port_text, redirect_location
 from galene.load import two_phase
@@ -91,8 +93,6 @@ class FeHttpApi:
     async def tasks_dump(self, request: web.Request) -> web.Response:
         """GET /api/_tasks: the asyncio tasks and threads, then each running streaming-job task's
         stage and how long it has waited in it."""
-        if (refusal := self._admin(request)) is not None:
-            return refusal
         if request.query.get("format") == "json":  # calls in flight, tasks with ages, threads
             return web.json_response({**tasks_dump_json(), "jobs": self.fe.jobs.describe_running()})
         text = tasks_dump_text() + self.fe.jobs.describe_running()
@@ -116,12 +116,12 @@ class FeHttpApi:
             ),
             web.get("/api/health", self.health),
             web.get("/api/bootstrap", self.health),
-            web.get("/api/fe_version_info", self.fe_version_info),
+            web.get("/api/fe_version_info", self.admin_only(self.fe_version_info)),
             web.get("/metrics", self.metrics),
-            web.get("/api/_tasks", self.tasks_dump),
-            web.get("/dump", self.dump),
-            web.get("/api/_journal", self.journal),
-            web.post("/api/_gc", self.gc),
+            web.get("/api/_tasks", self.admin_only(self.tasks_dump)),
+            web.get("/dump", self.admin_only(self.dump)),
+            web.get("/api/_journal", self.admin_only(self.journal)),
+            web.post("/api/_gc", self.admin_only(self.gc)),
             web.post("/api/_internal/txn/begin", self.txn_begin),
             web.post("/api/_internal/txn/commit", self.txn_commit),
             web.post("/api/_internal/txn/abort", self.txn_abort),
@@ -140,10 +140,7 @@ class FeHttpApi:
             *compaction_routes(self),
         ]
 
-    # --- auth -----------------------------------------------------------------------
-    def check_user(self, user: str, password: str, host: str | None = None) -> bool:
-        return self.identify(user, password, host) is not None
-
+    # --- auth: who a request or an internal call acts for, and what it may do ---------------
     def identify(self, user: str, password: str, host: str | None = None) -> auth.Identity | None:
         """The identity Basic auth `user:password` acts as (`host`: the client, when the request
         reached this FE from it; None when a BE relays it), or None. The FE's own loads for a SQL
@@ -168,22 +165,57 @@ class FeHttpApi:
         resp.force_close()
         return resp
 
-    def _admin(self, request: web.Request) -> web.Response | None:
+    def _request_identity(self, request: web.Request) -> tuple[tuple[str, str], auth.Identity] | None:
+        """The request's Basic auth (user, password) and the identity it acts as, or None when
+        it has none or its credentials are wrong (the caller answers 401)."""
+        pair = parse_basic_auth(request.headers.get("Authorization"))
+        if pair is None:
+            return None
+        ident = self.identify(*pair, request.remote)
+        return (pair, ident) if ident is not None else None
+
+    def _payload_identity(self, p: dict) -> auth.Identity | None:
+        """The identity an internal call (a BE relaying a user's request) acts as: the user and
+        password in its payload (no client host: the BE relays it)."""
+        return self.identify(str(p.get("user", "")), str(p.get("password", "")))
+
+    def _load_caller(self, p: dict) -> auth.Identity:
+        """The identity of an internal call that loads into the payload's db.table: it must hold
+        LOAD_PRIV there (Doris' texts, as LoadError the BE passes on)."""
+        ident = self._payload_identity(p)
+        if ident is None:
+            raise LoadError(_ACCESS_DENIED)
+        if not self._may_load(ident, str(p["db"]), str(p["table"])):
+            raise LoadError(auth.load_denied_text())
+        return ident
+
+    def admin_refusal(self, request: web.Request) -> web.Response | None:
         """None when the request's user has ADMIN_PRIV or NODE_PRIV; else the refusal."""
-        auth_pair = parse_basic_auth(request.headers.get("Authorization"))
-        ident = self.identify(*auth_pair, request.remote) if auth_pair is not None else None
-        if ident is None or ident is INTERNAL:
+        found = self._request_identity(request)
+        if found is None or found[1] is INTERNAL:
             return self._unauthorized()
-        if not auth.admin_or_node(self.fe.state, ident):
+        if not auth.admin_or_node(self.fe.state, found[1]):
             return self._forbidden(auth.ADMIN_OR_NODE)
         return None
+
+    def admin_only(
+        self, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """`handler` behind the admin routes' check (`admin_refusal`): 401 / 403 before it runs."""
+
+        @functools.wraps(handler)
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refusal = self.admin_refusal(request)
+            return refusal if refusal is not None else await handler(request)
+
+        return guarded
 
     async def auth_check(self, request: web.Request) -> web.Response:
         """Internal (BE -> FE): may these credentials use an admin route? (the BE's compaction
         API and task dump ask; the BE keeps no users)."""
 
         async def fn(p: dict) -> dict:
-            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+            ident = self._payload_identity(p)
             if ident is None or ident is INTERNAL:
                 return {"status": "ERROR", "http_status": 401, "message": _ACCESS_DENIED}
             if not auth.admin_or_node(self.fe.state, ident):
@@ -194,7 +226,7 @@ class FeHttpApi:
                 }
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def auth_status(self, request: web.Request) -> web.Response:
         """Internal (supervisor -> FE): whether root has a password (the banner's warning)."""
@@ -203,13 +235,7 @@ class FeHttpApi:
             root = self.fe.state.accounts.get(auth.ROOT.key)
             return {"status": "OK", "root_has_password": bool(root is not None and root.password)}
 
-        return await self._internal(request, fn)
-
-    def _basic_auth(self, request: web.Request) -> tuple[str, str] | None:
-        pair = parse_basic_auth(request.headers.get("Authorization"))
-        if pair is None or not self.check_user(*pair, request.remote):
-            return None
-        return pair
+        return await self.internal(request, fn)
 
     def _unauthorized(self) -> web.Response:
         return web.json_response(
@@ -223,15 +249,16 @@ class FeHttpApi:
 
     # --- stream load entry ----------------------------------------------------------
     async def stream_load_entry(self, request: web.Request) -> web.StreamResponse:
-        pair = self._basic_auth(request)
-        if pair is None:
+        found = self._request_identity(request)
+        if found is None:
             return self._unauthorized()
+        pair, ident = found
         db, table = request.match_info["db"], request.match_info["table"]
         try:
             self.fe.catalog.table(db, table)
         except GaleneError as e:
             return self._fail_json(e.message)
-        if not self._may_load(self.identify(*pair, request.remote), db, table):
+        if not self._may_load(ident, db, table):
             return self._forbidden(auth.LOAD)
         # A BE still joining (the node just started) is waited for, not a reason to fail.
         await self.fe.backends.wait_for_joining()
@@ -257,7 +284,7 @@ class FeHttpApi:
         return resp
 
     async def get_load_state(self, request: web.Request) -> web.Response:
-        if self._basic_auth(request) is None:
+        if self._request_identity(request) is None:
             return self._unauthorized()
         label = request.query.get("label", "")
         try:
@@ -271,14 +298,14 @@ class FeHttpApi:
     async def stream_load_2pc(self, request: web.Request) -> web.Response:
         """`_stream_load_2pc` on the FE: answered here (Doris redirects it to a BE, which
         asks the FE; answering directly gives the same reply without the extra hop)."""
-        pair = self._basic_auth(request)
-        if pair is None:  # Doris checks the password first
+        found = self._request_identity(request)
+        if found is None:  # Doris checks the password first
             return self._unauthorized()
         try:
             req = two_phase.parse_request(request.match_info.get("db", ""), request.headers)
         except two_phase.TwoPhaseError as e:
             return two_phase.json_reply(e.reply())
-        ident = self.identify(*pair, request.remote)
+        _, ident = found
         if not self._may_load_2pc(ident, req):
             message = auth.http_denied(auth.LOAD)
             return two_phase.json_reply(two_phase.fe_error(message).reply(), status=FORBIDDEN_STATUS)
@@ -312,7 +339,7 @@ class FeHttpApi:
         if not self._check_token(request):
             return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
         p = await read_json_object(request, INTERNAL_BODY_MAX_BYTES)
-        ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
+        ident = self._payload_identity(p)
         if ident is None:
             return web.json_response(two_phase.fe_error(_ACCESS_DENIED).reply())
         req = two_phase.TwoPhaseRequest.from_payload(p)
@@ -345,8 +372,6 @@ class FeHttpApi:
     async def fe_version_info(self, request: web.Request) -> web.Response:
         """GET /api/fe_version_info (ADMIN): Doris' fields, each in its Doris shape; Galene's own
         version is in the free-text ones (dorisBuildInfo, dorisBuildHash)."""
-        if (refusal := self._admin(request)) is not None:
-            return refusal
         major, minor, patch = (int(p) for p in galene.DORIS_RELEASE.split("."))
         info = {
             "dorisBuildVersionPrefix": "doris",
@@ -373,8 +398,6 @@ class FeHttpApi:
         return web.Response(text=m.render(), content_type="text/plain")
 
     async def dump(self, request: web.Request) -> web.Response:
-        if (refusal := self._admin(request)) is not None:
-            return refusal
         path = self.fe.cfg.meta_path / "dump" / f"image.{self.fe.store.last_journal_id}"
         path.parent.mkdir(parents=True, exist_ok=True)
         # The store writes under its own lock, in a worker thread: the event loop never blocks on it.
@@ -384,16 +407,12 @@ class FeHttpApi:
         )
 
     async def journal(self, request: web.Request) -> web.Response:
-        if (refusal := self._admin(request)) is not None:
-            return refusal
         start = int(request.query.get("from", "1"))
         limit = min(int(request.query.get("limit", "100")), 1000)
         rows = await asyncio.to_thread(meta_tools.list_journal, self.fe.cfg.meta_path, start, limit)
         return web.Response(text=json.dumps(rows, default=str), content_type="application/json")
 
     async def gc(self, request: web.Request) -> web.Response:
-        if (refusal := self._admin(request)) is not None:
-            return refusal
         grace = request.query.get("grace_seconds")
         deleted = await self.fe.run_gc(float(grace) if grace is not None else None)
         return web.json_response({"msg": "success", "code": 0, "data": {"deleted": deleted}, "count": 0})
@@ -408,10 +427,12 @@ class FeHttpApi:
             )  # fmt: skip
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     # --- internal txn API (BE -> FE) ------------------------------------------------
-    async def _internal(self, request: web.Request, fn) -> web.Response:
+    async def internal(self, request: web.Request, fn) -> web.Response:
+        """An internal call (BE -> FE, supervisor -> FE): the cluster token checked, the JSON
+        payload bounded, `fn(payload)`'s dict answered (a GaleneError as its status and message)."""
         if not self._check_token(request):
             return web.json_response({"status": "ERROR", "message": "invalid token"}, status=403)
         payload = await read_json_object(request, INTERNAL_BODY_MAX_BYTES)
@@ -434,11 +455,7 @@ class FeHttpApi:
 
     async def txn_begin(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
-            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
-            if ident is None:
-                raise LoadError(_ACCESS_DENIED)
-            if not self._may_load(ident, str(p["db"]), str(p["table"])):
-                raise LoadError(auth.load_denied_text())
+            self._load_caller(p)
             txn, table = await asyncio.to_thread(
                 self.fe.catalog.txns.begin_txn,
                 p["db"],
@@ -451,7 +468,7 @@ class FeHttpApi:
             await self.fe.debug_points.park("txn.begin.answer")
             return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def txn_commit(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
@@ -468,22 +485,18 @@ class FeHttpApi:
             self.fe.metrics.observe_ms("galene_fe_txn_commit", (time.monotonic() - t0) * 1000)
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     # --- internal group-commit API (BE -> FE) -------------------------------------------
     async def table_info(self, request: web.Request) -> web.Response:
         """Schema, layout and properties of a table for a BE that loads without its own txn."""
 
         async def fn(p: dict) -> dict:
-            ident = self.identify(str(p.get("user", "")), str(p.get("password", "")))
-            if ident is None:
-                raise LoadError(_ACCESS_DENIED)
-            if not self._may_load(ident, str(p["db"]), str(p["table"])):
-                raise LoadError(auth.load_denied_text())
+            self._load_caller(p)
             table = self.fe.catalog.table(p["db"], p["table"])
             return {"status": "OK", "table": _table_doc(table)}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_begin(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
@@ -497,14 +510,14 @@ class FeHttpApi:
             )
             return {"status": "OK", "txn_id": txn.id, "label": txn.label, "table": _table_doc(table)}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_reserve_label(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
             await asyncio.to_thread(self.fe.catalog.txns.reserve_group_label, int(p["txn_id"]), str(p["label"]))
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_label_status(self, request: web.Request) -> web.Response:
         """Read-only: does a live txn hold this label? (a retry is answered before its rows
@@ -522,7 +535,7 @@ class FeHttpApi:
                 "existing_status": EXISTING_JOB_STATUS.get(txn.status, "FINISHED"),
             }
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_commit(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
@@ -542,7 +555,7 @@ class FeHttpApi:
             self.fe.metrics.observe_ms("galene_fe_txn_commit", (time.monotonic() - t0) * 1000)
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_recover(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
@@ -552,7 +565,7 @@ class FeHttpApi:
             )
             return {"status": "OK", "groups": statuses}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def group_commit_replicas(self, request: web.Request) -> web.Response:
         """A BE's WAL copies of other BEs' groups: DROP, KEEP or TAKEOVER each (fe/wal_replicas.py)."""
@@ -569,7 +582,7 @@ class FeHttpApi:
                 )
             return {"status": "OK", "groups": verdicts}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def txn_abort_label(self, request: web.Request) -> web.Response:
         """A BE's begin of a label got no answer: abort the PREPARE txn it may have begun."""
@@ -585,11 +598,11 @@ class FeHttpApi:
             )
             return {"status": "OK", "txn_status": status}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)
 
     async def txn_abort(self, request: web.Request) -> web.Response:
         async def fn(p: dict) -> dict:
             await asyncio.to_thread(self.fe.catalog.txns.abort_txn, int(p["txn_id"]), str(p.get("reason", "")))
             return {"status": "OK"}
 
-        return await self._internal(request, fn)
+        return await self.internal(request, fn)

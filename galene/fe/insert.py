@@ -42,6 +42,18 @@ GROUP_COMMIT_MODES = ("off_mode", "sync_mode", "async_mode")
 RPC_MARGIN_S = 30.0
 
 
+def session_rules(variables: dict) -> tuple[bool, float, int]:
+    """(strict, max filter ratio, timeout in seconds) of an INSERT from the session's variables
+    (enable_insert_strict, insert_max_filter_ratio, insert_timeout): INSERT … VALUES and the
+    engine's INSERT … SELECT follow the same rules."""
+    strict = variables.get("enable_insert_strict", True)
+    if isinstance(strict, str):  # a value SET kept as text
+        strict = strict.strip().lower() in ("1", "true", "on")
+    ratio = float(variables.get("insert_max_filter_ratio", 1.0) or 0.0)
+    timeout = int(variables.get("insert_timeout", 14400) or 14400)
+    return bool(strict), ratio, timeout
+
+
 def internal_password(token: str, user: str) -> str:
     """The password the FE presents for `user` on loads it sends to a BE on the user's behalf."""
     digest = hmac.new(token.encode(), user.split("@")[0].encode(), hashlib.sha256).hexdigest()

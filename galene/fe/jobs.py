@@ -40,12 +40,18 @@ from datetime import datetime
 
 import msgspec
 import pyarrow as pa
+from sqlglot import exp
 
 from galene.catalog import ops
 from galene.catalog.model import JobStatistic, JobTask, StreamingJob
 from galene.common.errors import AnalysisError, GaleneError
+from galene.fe import insert as ins
+from galene.fe.pipelines import Target
+from galene.fe.table_functions import TableFunctionViews, s3_calls
+from galene.load.objectstore import ObjectStore, ObjectStoreError, parse_source
 from galene.net.deadline import with_deadline
 from galene.sql import statements as st
+from galene.sql.dialect import Galene, parse_one
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +139,6 @@ def offset_json(name: str) -> str:
 
 def masked_sql(sql: str) -> str:
     """A job's INSERT with its secret keys masked (as Doris shows ExecuteSql)."""
-    from sqlglot import exp
-
-    from galene.sql.dialect import Galene, parse_one
-
     try:
         tree = parse_one(sql)
     except Exception:  # noqa: BLE001 - shown as stored if it cannot be re-read
@@ -153,8 +155,6 @@ def source_properties(insert: st.Insert) -> dict[str, str]:
 
 
 def _source_call(insert: st.Insert):
-    from galene.fe.table_functions import s3_calls
-
     calls = [c for c in s3_calls(insert.query) if c[0] == "s3"]
     if len(calls) != 1:
         raise AnalysisError("A streaming job's INSERT must read exactly one S3(…) table function")
@@ -311,11 +311,6 @@ class JobRunner:
 
     async def _run_task(self, job: StreamingJob) -> bool:
         """One task; True when it committed a batch. Failures pause the job (returns False)."""
-        from galene.fe import insert as ins
-        from galene.fe.pipelines import Target
-        from galene.fe.table_functions import TableFunctionViews
-        from galene.load.objectstore import ObjectStore, parse_source
-
         task_id = self._new_task_id()
         run = RunningTask(job.id, job.name, task_id, f"streaming_job_{job.id}_{task_id}", job.offset)
         self.running[job.id] = run
@@ -347,7 +342,7 @@ class JobRunner:
             session = {k[len("session.") :]: v for k, v in job.properties.items() if k.startswith("session.")}
             ctx = _Ctx(db.name, job.definer, session)
             pipelines = self.fe.executor.pipelines
-            db_name, table = self.fe.executor._table(stmt.db, stmt.table, ctx)
+            db_name, table = self.fe.executor.table_of(stmt.db, stmt.table, ctx)
             columns = ins.target_columns(table, stmt.columns)
             strict, ratio, timeout = pipelines._session_rules(ctx)
             views = TableFunctionViews(self.fe)
@@ -441,8 +436,6 @@ class JobRunner:
 
     async def _auto_resume(self, job: StreamingJob) -> None:
         """Wait with backoff (probing an unreachable endpoint), then resume the job."""
-        from galene.load.objectstore import ObjectStore, ObjectStoreError, parse_source
-
         failures = max(1, self._failures.get(job.id, 1))
         transient = self._transient.get(job.id, True)
         # An endpoint that may heal is probed soon; a failure that repeats as long as nothing
@@ -562,8 +555,6 @@ def _take_batch(files, max_files: int, max_bytes: int):
 def describe_failure(e: BaseException, stage: str) -> tuple[str, str, bool]:
     """(ErrorMsg, JobRuntimeMsg, transient) for a failed task: the runtime message says why the
     job paused in a few words (bucket unreachable, credentials refused, a malformed file…)."""
-    from galene.load.objectstore import ObjectStoreError
-
     message = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
     if isinstance(e, TimeoutError) and not isinstance(e, ObjectStoreError):
         message = f"[TIMEOUT]{e}"

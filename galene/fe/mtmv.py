@@ -32,7 +32,12 @@ from sqlglot import exp
 
 from galene.catalog.model import Column, MaterializedView, Table
 from galene.common.errors import AnalysisError, GaleneError, error_message
-from galene.fe.mysql_server import StatementResult
+from galene.fe.mysql.boundary import StatementResult
+from galene.fe.pipelines import Target, ctas_types
+from galene.sql import statements as st
+from galene.sql.ddl import qualify_table_names, table_from_create
+from galene.sql.dialect import parse_one
+from galene.sql.show import mv_refresh_info
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +143,8 @@ class MvScheduler:
     async def create(self, s, ctx) -> StatementResult:
         """CREATE MATERIALIZED VIEW: the table (columns from the query's result, as CTAS) with
         its MV record, in one CreateTable op; BUILD IMMEDIATE then refreshes it at once."""
-        from galene.fe.pipelines import ctas_types
-        from galene.sql import statements as st
-        from galene.sql.ddl import qualify_table_names, table_from_create
-
         ex = self.fe.executor
-        db_name = ex._db_name(s.db, ctx)
+        db_name = ex.database_of(s.db, ctx)
         catalog = self.fe.catalog
         db = catalog.db(db_name)
         if s.name in db.tables or s.name in db.views:
@@ -161,7 +162,7 @@ class MvScheduler:
                 raise AnalysisError("starts time must be greater than current time")
         spark_sql, views = ex.pipelines.plan_query(s.query, ctx)
         await self.fe.wait_engine()
-        schema = await asyncio.to_thread(ex.pipelines._query_schema, spark_sql, views)
+        schema = await asyncio.to_thread(ex.pipelines.query_schema, spark_sql, views)
         names = [n for n, _ in s.columns] or [n for n, _ in schema]
         if len(names) != len(schema):
             raise AnalysisError("The number of columns in the column list and the query do not match")
@@ -198,7 +199,7 @@ class MvScheduler:
 
     async def refresh_statement(self, s, ctx) -> StatementResult:
         """REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]: queued; answered at once (Doris too)."""
-        db_name, table = self.fe.executor._table(s.db, s.name, ctx)
+        db_name, table = self.fe.executor.table_of(s.db, s.name, ctx)
         if table.mtmv is None:
             raise AnalysisError(f"'{db_name}.{s.name}' is not MATERIALIZED VIEW")
         self.poke(table.id)
@@ -281,9 +282,6 @@ class MvScheduler:
     # --- one refresh ------------------------------------------------------------------------
     async def refresh(self, table_id: int) -> bool:
         """Refresh one MV now: INSERT OVERWRITE of its query, one transaction. True on success."""
-        from galene.fe.pipelines import Target
-        from galene.sql.dialect import parse_one
-
         state = self.fe.state
         table = state.tables.get(table_id)
         if table is None or table.mtmv is None or table.db_id not in state.databases:
@@ -343,8 +341,6 @@ class MvScheduler:
     # --- mv_infos("database"="db") ------------------------------------------------------------
     def mv_infos_table(self, db_name: str) -> pa.Table:
         """Doris' mv_infos() rows for the MVs of one database (and Galene's refresh columns)."""
-        from galene.sql.show import mv_refresh_info
-
         db = self.fe.catalog.db(db_name)
         rows = []
         for table in sorted(self.fe.state.tables.values(), key=lambda t: t.id):

@@ -19,7 +19,6 @@ import asyncio
 import functools
 import itertools
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +30,9 @@ from sqlglot import exp
 from galene.catalog.model import Column, Partition, Table, snapshot
 from galene.common.errors import AnalysisError, GaleneError, LoadError
 from galene.common.types import ColumnType, from_spark_type_name
+from galene.engine import failures
 from galene.fe import insert as ins
-from galene.fe.mysql_server import StatementResult
+from galene.fe.mysql.boundary import StatementResult
 from galene.sql import source_types
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
@@ -92,7 +92,7 @@ class Pipelines:
         bound: dict[tuple[str, str], str] = {}
 
         def resolve(db: str | None, name: str) -> str | ViewDefinition:
-            db_name = self.executor._db_name(db, ctx)
+            db_name = self.executor.database_of(db, ctx)
             key = (db_name, name)
             if key in (view_overrides or {}):
                 return view_overrides[key]
@@ -109,11 +109,7 @@ class Pipelines:
         return to_spark_sql(expr, resolve), views
 
     def _session_rules(self, ctx) -> tuple[bool, float, int]:
-        v = ctx.variables
-        strict = _truthy(v.get("enable_insert_strict", True))
-        ratio = float(v.get("insert_max_filter_ratio", 1.0) or 0.0)
-        timeout = int(v.get("insert_timeout", 14400) or 14400)
-        return strict, ratio, timeout
+        return ins.session_rules(ctx.variables)
 
     # --- the write ------------------------------------------------------------------
     async def run(self, target: Target, spark_sql: str, views: dict, ctx=None) -> Outcome:
@@ -176,7 +172,7 @@ class Pipelines:
             await asyncio.to_thread(self._undo, txn.id, table, rowset_ids, storage_uri, reason)
             if isinstance(e, GaleneError) or not isinstance(e, Exception):
                 raise
-            raise GaleneError(_engine_error(e)) from None
+            raise failures.job_failure(e) from None
         finally:
             fe.running_rowset_ids.difference_update(rowset_ids.values())
         return Outcome(loaded=result.num_loaded, txn_id=txn.id, label=target.label)
@@ -261,7 +257,7 @@ class Pipelines:
 
     # --- INSERT … SELECT / OVERWRITE ------------------------------------------------
     async def insert(self, s: st.Insert, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         if s.values is not None:
             ins.check_value_count(s.values, len(names))
@@ -290,14 +286,14 @@ class Pipelines:
 
     # --- CREATE TABLE … AS SELECT / LIKE ----------------------------------------------
     async def create_table_as_select(self, s: st.CreateTable, ctx) -> StatementResult:
-        db_name = self.executor._db_name(s.db, ctx)
+        db_name = self.executor.database_of(s.db, ctx)
         if self.fe.catalog.has_db(db_name) and _table_exists(self.fe, db_name, s.name):
             if s.if_not_exists:
                 return StatementResult()
             raise GaleneError(f"Table '{s.name}' already exists", 1050)
         spark_sql, views = self.plan_query(s.query, ctx)
         await self.fe.wait_engine()
-        schema = await asyncio.to_thread(self._query_schema, spark_sql, views)
+        schema = await asyncio.to_thread(self.query_schema, spark_sql, views)
         types = ctas_types(s.query, schema, self.executor, ctx)
         columns = [Column(name=name, type=t) for (name, _), t in zip(schema, types, strict=True)]
 
@@ -328,7 +324,7 @@ class Pipelines:
             raise
         return self.ok(outcome)
 
-    def _query_schema(self, spark_sql: str, views: dict) -> list[tuple[str, str]]:
+    def query_schema(self, spark_sql: str, views: dict) -> list[tuple[str, str]]:
         from galene.engine.scan import table_frame
 
         spark = self.fe.engine.spark()
@@ -347,9 +343,9 @@ class Pipelines:
                     log.debug("dropping view %s failed", name, exc_info=True)
 
     async def create_table_like(self, s: st.CreateTable, ctx) -> StatementResult:
-        db_name = self.executor._db_name(s.db, ctx)
+        db_name = self.executor.database_of(s.db, ctx)
         src_db, src_name = s.like
-        _, source = self.executor._table(src_db, src_name, ctx)
+        _, source = self.executor.table_of(src_db, src_name, ctx)
 
         def build(db_id, alloc, now):
             return copy_table_definition(source, s.name, db_id, alloc, now)
@@ -359,7 +355,7 @@ class Pipelines:
 
     # --- UPDATE ---------------------------------------------------------------------
     async def update(self, s: st.Update, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if table.keys_type != "UNIQUE_KEYS":
             raise GaleneError("Only unique table could be updated.")
         visible = table.visible_columns()
@@ -399,7 +395,7 @@ class Pipelines:
 
     # --- DELETE ---------------------------------------------------------------------
     async def delete(self, s: st.Delete, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if s.where is None:
             raise AnalysisError("Where clause is required for DELETE; use TRUNCATE TABLE to remove all rows")
         part_ids = _partition_ids(table, s.partitions) if s.partitions else None
@@ -470,7 +466,7 @@ class Pipelines:
 
     # --- TRUNCATE -------------------------------------------------------------------
     async def truncate(self, s: st.Truncate, ctx) -> StatementResult:
-        db_name, table = self.executor._table(s.db, s.table, ctx)
+        db_name, table = self.executor.table_of(s.db, s.table, ctx)
         part_ids = _partition_ids(table, s.partitions) if s.partitions else [p.id for p in table.partitions]
         label = f"truncate_{uuid.uuid4().hex}"
 
@@ -495,12 +491,6 @@ def view_definition(view, db_name: str) -> ViewDefinition:
     """What the translator expands for a reference to `view` (a catalog View of `db_name`)."""
     return ViewDefinition(db=db_name, name=view.name, sql=view.sql, columns=tuple(view.column_names))
 
-
-
-def _truthy(value) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "on")
-    return bool(value)
 
 
 def _delete_label() -> str:
@@ -550,28 +540,12 @@ def ctas_types(query: exp.Expr, schema: list[tuple[str, str]], executor, ctx) ->
     the engine's (name, type) `schema` of it."""
 
     def lookup(db, name):
-        return executor._source_columns(ctx.database, db, name) if (db or ctx.database) else None
+        return executor.source_columns(ctx.database, db, name) if (db or ctx.database) else None
 
     sources = source_types.source_column_types(query, lookup)
     if len(sources) != len(schema):
         sources = [None] * len(schema)
     return [_ctas_type(from_spark_type_name(t), src) for (_, t), src in zip(schema, sources, strict=True)]
-
-
-_CAUSE = re.compile(r"^\s*([\w.$]*(?:Error|Exception))\s*:\s*(\S.*)$")
-
-
-def _engine_error(e: BaseException) -> str:
-    """A Doris-style message for an engine failure, naming its cause in one line: the last
-    `SomeError: message` line of a Python worker's traceback (Sail, PySpark workers), else
-    the first line of the engine's message (Spark's own errors lead with their cause)."""
-    lines = [line for line in str(e).strip().splitlines() if line.strip()]
-    causes = [m for m in (_CAUSE.match(line) for line in lines) if m]
-    if causes and "exception was thrown from the Python worker" in (lines[0] if lines else ""):
-        name, text = causes[-1].group(1), causes[-1].group(2)
-        return f"[INTERNAL_ERROR]the engine job failed: {name.rsplit('.', 1)[-1]}: {text[:500]}"
-    head = lines[0] if lines else type(e).__name__
-    return f"[INTERNAL_ERROR]the engine job failed: {type(e).__name__}: {head[:500]}"
 
 
 def copy_table_definition(source: Table, name: str, db_id: int, alloc, now: float) -> Table:

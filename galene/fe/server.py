@@ -25,11 +25,13 @@ from galene.fe.canary import CanaryMonitor
 from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import CompactionService
 from galene.fe.diagnose import routes as diagnose_routes
+from galene.fe.executor import SqlExecutor
 from galene.fe.http_api import FeHttpApi
 from galene.fe.jobs import JobRunner
 from galene.fe.load_routing import internal_routes as load_routing_routes
 from galene.fe.mtmv import MvScheduler
-from galene.fe.mysql_server import GaleneMysqlServer, StatementResult
+from galene.fe.mysql.boundary import ResultColumn, StatementResult
+from galene.fe.mysql.server import GaleneMysqlServer
 from galene.fe.wal_replicas import ReplicaArbiter
 from galene.meta.store import MetaStore
 from galene.net.client import RpcClient
@@ -37,7 +39,6 @@ from galene.net.failure import FailureDetector
 from galene.net.inflight import install_task_ages
 from galene.net.metrics import Metrics
 from galene.net.server import make_app_runner, make_server_socket, server_socket_options
-from galene.sql.executor import SqlExecutor
 from galene.storage.fs import filesystem_for
 from galene.storage.gc import collect_garbage
 from galene.storage.rowset import delete_rowset_files
@@ -244,13 +245,12 @@ class FeServer:
 
     async def show_proc(self, path: str) -> StatementResult:
         from galene.common.types import ColumnType
-        from galene.fe.mysql_server import ResultColumn
         from galene.meta import tools as meta_tools
 
         s = ColumnType(name="VARCHAR", length=255)
         parts = [p for p in path.strip().strip("'\"").split("/") if p]
         if parts == ["backends"] and self.executor is not None:  # the rows of SHOW BACKENDS
-            return await self.executor._do_ShowBackends(None, None)
+            return await self.executor.show_backends()
         if parts[:1] == ["bdbje"]:
             if len(parts) == 1:
                 first = self.store.last_image_id + 1

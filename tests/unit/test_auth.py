@@ -13,10 +13,11 @@ import sqlglot
 
 from galene.catalog import ops
 from galene.catalog.apply import apply_op
-from galene.catalog.model import CatalogState, Column, Database, Table, UserAccount
+from galene.catalog.model import CatalogState, Column, Database, Role, Table, UserAccount
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
-from galene.fe import auth
+from galene.fe import auth, grants
+from galene.fe import authorize as authz
 from galene.sql import statements as st
 from galene.sql.dialect import Galene
 
@@ -66,7 +67,7 @@ def grant(s: CatalogState, who: str, target: str, *privs: str, role: str | None 
 
 
 def select(s: CatalogState, who: auth.Identity, sql: str, db: str | None = "db") -> None:
-    auth.check_select(s, who, sqlglot.parse_one(sql, read=Galene), db)
+    authz.check_select(s, who, sqlglot.parse_one(sql, read=Galene), db)
 
 
 # --- identities and passwords --------------------------------------------------------------------
@@ -148,7 +149,7 @@ def test_grants_apply_at_their_level_and_below(state):
 
 
 def test_roles_add_their_grants_and_dropping_a_role_takes_them(state):
-    apply_op(state, ops.CreateRole(role=auth.Role(name="analyst")))
+    apply_op(state, ops.CreateRole(role=Role(name="analyst")))
     grant(state, "", "internal.db.*", "SELECT_PRIV", role="analyst")
     carol = ident("carol")
     assert not auth.has_table(state, carol, "db", "t", auth.SELECT)
@@ -221,7 +222,7 @@ def test_select_checks_every_table_but_not_ctes_functions_or_information_schema(
 
 # --- statements ----------------------------------------------------------------------------------
 def authorize(state: CatalogState, who: str, sql: str, db: str | None = "db") -> None:
-    auth.authorize(state, Ctx(user=who, database=db), st.parse_statement(sql))
+    authz.authorize(state, Ctx(user=who, database=db), st.parse_statement(sql))
 
 
 @pytest.mark.parametrize(
@@ -281,43 +282,43 @@ def test_admin_user_is_not_operator(state):
 
 # --- GRANT rules ---------------------------------------------------------------------------------
 def test_privilege_names_and_patterns():
-    assert auth.parse_privileges(["select_priv", "Load_Priv"]) == ["SELECT_PRIV", "LOAD_PRIV"]
-    assert auth.parse_privileges(["ALL"]) == ["SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV"]
+    assert grants.parse_privileges(["select_priv", "Load_Priv"]) == ["SELECT_PRIV", "LOAD_PRIV"]
+    assert grants.parse_privileges(["ALL"]) == ["SELECT_PRIV", "LOAD_PRIV", "ALTER_PRIV", "CREATE_PRIV", "DROP_PRIV"]
     with pytest.raises(GaleneError, match="Unknown privilege type OPERATOR_PRIV"):
-        auth.parse_privileges(["OPERATOR_PRIV"])
-    assert auth.table_pattern(["db", "*"]) == "internal.db.*"
-    assert auth.table_pattern(["*", "*"]) == "internal.*.*"  # Doris: two parts = the internal catalog
-    assert auth.table_pattern(["*", "*", "*"]) == "*.*.*"
-    assert auth.pattern_level("internal.db.t") == "TABLE"
+        grants.parse_privileges(["OPERATOR_PRIV"])
+    assert grants.table_pattern(["db", "*"]) == "internal.db.*"
+    assert grants.table_pattern(["*", "*"]) == "internal.*.*"  # Doris: two parts = the internal catalog
+    assert grants.table_pattern(["*", "*", "*"]) == "*.*.*"
+    assert grants.pattern_level("internal.db.t") == "TABLE"
     with pytest.raises(GaleneError, match=r"Do not support format: internal\.\*\.t"):
-        auth.table_pattern(["*", "t"])
+        grants.table_pattern(["*", "t"])
 
 
 def test_grant_rules(state):
     root, alice = auth.ROOT, ident("alice")
     with pytest.raises(GaleneError, match=r"ADMIN_PRIV and NODE_PRIV can only be granted/revoke on/from \*\.\*\.\*"):
-        auth.check_grant_rules(state, root, "TABLE", "internal.*.*", ["ADMIN_PRIV"])
+        grants.check_grant_rules(state, root, "TABLE", "internal.*.*", ["ADMIN_PRIV"])
     with pytest.raises(GaleneError, match="Can not grant/revoke Usage_priv to/from any other users or roles"):
-        auth.check_grant_rules(state, root, "TABLE", "internal.db.*", ["USAGE_PRIV"])
-    auth.check_grant_rules(state, root, "TABLE", "*.*.*", ["NODE_PRIV"])
+        grants.check_grant_rules(state, root, "TABLE", "internal.db.*", ["USAGE_PRIV"])
+    grants.check_grant_rules(state, root, "TABLE", "*.*.*", ["NODE_PRIV"])
     with pytest.raises(GaleneError, match="Only user with NODE_PRIV can grant/revoke NODE_PRIV to other user"):
-        auth.check_grant_rules(state, ident("admin"), "TABLE", "*.*.*", ["NODE_PRIV"])
+        grants.check_grant_rules(state, ident("admin"), "TABLE", "*.*.*", ["NODE_PRIV"])
     with pytest.raises(auth.AccessDenied) as e:
-        auth.check_grant_rules(state, alice, "TABLE", "internal.db.*", ["SELECT_PRIV"])
+        grants.check_grant_rules(state, alice, "TABLE", "internal.db.*", ["SELECT_PRIV"])
     assert (e.value.code, e.value.message) == (
         1223, "Access denied; you need all  [Grant_priv, Select_priv] privilege(s) for this operation"
     )
     # GRANT_PRIV with the privilege at the level (or above) lets a user pass it on; not LOAD.
     grant(state, "alice", "internal.db.*", "SELECT_PRIV", "GRANT_PRIV")
-    auth.check_grant_rules(state, alice, "TABLE", "internal.db.t", ["SELECT_PRIV"])
+    grants.check_grant_rules(state, alice, "TABLE", "internal.db.t", ["SELECT_PRIV"])
     with pytest.raises(auth.AccessDenied):
-        auth.check_grant_rules(state, alice, "TABLE", "internal.db.*", ["LOAD_PRIV"])
+        grants.check_grant_rules(state, alice, "TABLE", "internal.db.*", ["LOAD_PRIV"])
 
 
 # --- SHOW GRANTS / SHOW ROLES --------------------------------------------------------------------
 def test_show_grants_rows(state):
-    row = auth.grants_row(state, state.accounts["'root'@'%'"])
-    assert dict(zip(auth.GRANTS_COLUMNS, row)) == {
+    row = grants.grants_row(state, state.accounts["'root'@'%'"])
+    assert dict(zip(grants.GRANTS_COLUMNS, row)) == {
         "UserIdentity": "'root'@'%'", "Comment": "ROOT", "Password": "No", "Roles": "operator",
         "GlobalPrivs": "Node_priv,Admin_priv", "CatalogPrivs": None,
         "DatabasePrivs": "internal.information_schema: Select_priv; internal.mysql: Select_priv",
@@ -328,7 +329,7 @@ def test_show_grants_rows(state):
     grant(state, "alice", "internal.db.t", "SELECT_PRIV", "LOAD_PRIV")
     grant(state, "alice", "internal.*.*", "SHOW_VIEW_PRIV")
     grant(state, "alice", "spark", "USAGE_PRIV", kind="RESOURCE")
-    row = dict(zip(auth.GRANTS_COLUMNS, auth.grants_row(state, state.accounts["'alice'@'%'"])))
+    row = dict(zip(grants.GRANTS_COLUMNS, grants.grants_row(state, state.accounts["'alice'@'%'"])))
     assert row["Password"] == "Yes" and row["GlobalPrivs"] is None
     assert row["CatalogPrivs"] == "internal: Show_view_priv"
     assert row["TablePrivs"] == "internal.db.t: Select_priv,Load_priv"
@@ -336,10 +337,10 @@ def test_show_grants_rows(state):
 
 
 def test_show_roles_rows(state):
-    apply_op(state, ops.CreateRole(role=auth.Role(name="r", comment="readers")))
+    apply_op(state, ops.CreateRole(role=Role(name="r", comment="readers")))
     grant(state, "", "internal.db.*", "SELECT_PRIV", role="r")
     apply_op(state, ops.GrantRoles(user="'carol'@'%'", roles=["r"]))
-    rows = {r[0]: dict(zip(auth.ROLES_COLUMNS, r)) for r in (auth.roles_row(state, x) for x in state.roles.values())}
+    rows = {r[0]: dict(zip(grants.ROLES_COLUMNS, r)) for r in (grants.roles_row(state, x) for x in state.roles.values())}
     assert rows["r"]["Comment"] == "readers" and rows["r"]["Users"] == "'carol'@'%'"
     assert rows["r"]["DatabasePrivs"] == "internal.db: Select_priv"
     assert rows["operator"]["GlobalPrivs"] == "Node_priv,Admin_priv" and rows["operator"]["Users"] == "'root'@'%'"

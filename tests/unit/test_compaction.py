@@ -12,16 +12,14 @@ from galene.common.errors import LoadError
 from galene.common.types import ColumnType
 from galene.fe.catalog_service import CatalogService
 from galene.fe.compaction import (
-    _check_ids,
     cumulative_point,
     pick_all,
     pick_cumulative,
     pretty_bytes,
-    rowset_line,
-    status_json,
     tablet_rowsets,
     version_ranges,
 )
+from galene.fe.compaction_api import check_ids, rowset_line, status_json
 from galene.meta.store import MetaStore
 from galene.sql.statements import AdminCompact, ShowTablets, parse_statement
 
@@ -104,12 +102,12 @@ def test_status_json_and_parameter_checks_match_compaction_action():
         "msg": "Tablet not found. tablet_id=5",
     }
     assert status_json("E-2000", "x").startswith('{\n    "status": "E-2000"')  # rapidjson PrettyWriter
-    assert _check_ids("", "") == ((0, 0), "tablet id and table id can not be empty at the same time!")
-    assert _check_ids("1", "2") == ((0, 0), "tablet id and table id can not be set at the same time!")
-    assert _check_ids("x", "") == ((0, 0), "convert tablet_id failed, stoull")
-    assert _check_ids("", "-1") == ((0, 0), "convert table_id failed, stoull")
-    assert _check_ids("12", "") == ((12, 0), None)
-    assert _check_ids("", "13") == ((0, 13), None)
+    assert check_ids("", "") == ((0, 0), "tablet id and table id can not be empty at the same time!")
+    assert check_ids("1", "2") == ((0, 0), "tablet id and table id can not be set at the same time!")
+    assert check_ids("x", "") == ((0, 0), "convert tablet_id failed, stoull")
+    assert check_ids("", "-1") == ((0, 0), "convert table_id failed, stoull")
+    assert check_ids("12", "") == ((12, 0), None)
+    assert check_ids("", "13") == ((0, 13), None)
 
 
 # --- statements ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ tests/integration/test_broadcast_oom.py, which runs them for real)."""
 from __future__ import annotations
 
 from galene.common.errors import GaleneError
-from galene.engine.failures import may_pass_without_broadcast, query_failure, short_message
+from galene.engine.failures import job_failure, may_pass_without_broadcast, query_failure, short_message
 
 BROADCAST_OOM = (
     "An error occurred while calling o121.toArrowBatchRdd.\n"
@@ -85,3 +85,27 @@ def test_a_largeint_past_38_digits_on_spark_names_the_limit():
     assert "cannot be represented as Decimal(38, 0)" in message
     assert "LARGEINT of 39 digits" in message and "Sail" in message
     assert "\tat " not in message
+
+
+PYTHON_WORKER = (
+    "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/galene/engine/write.py", line 88, in convert\n'
+    "    raise ObjectStoreError(msg)\n"
+    "galene.load.objectstore.ObjectStoreError: [TIMEOUT]object store call stalled: read s3://b/k\n"
+)
+
+
+def test_a_failed_write_job_names_its_cause_in_one_line():
+    """INSERT … SELECT, CTAS, UPDATE, DELETE (fe/pipelines.py): a Python worker's own exception,
+    else the engine's exception and its short message, behind Doris' INTERNAL_ERROR."""
+    worker = job_failure(RuntimeError(PYTHON_WORKER)).message
+    assert worker == (
+        "[INTERNAL_ERROR]the engine job failed: ObjectStoreError: [TIMEOUT]object store call stalled: read s3://b/k"
+    )
+    engine = job_failure(RuntimeError(UNRESOLVED)).message
+    assert engine.startswith("[INTERNAL_ERROR]the engine job failed: RuntimeError: [UNRESOLVED_COLUMN")
+    assert "\n" not in engine and "Sort" not in engine  # the plan stays in the log
+    own = GaleneError("[TIMEOUT]insert timeout")
+    assert job_failure(own) is own
+

@@ -1,5 +1,5 @@
 """information_schema rows and the metadata SHOW statements, computed from a catalog state
-(galene/sql/information_schema.py), and the statements and session behaviour around them."""
+(galene/sql/information_schema/), and the statements around them."""
 
 from __future__ import annotations
 
@@ -9,14 +9,17 @@ from datetime import datetime
 import pytest
 import sqlglot
 
-from galene.catalog.model import CatalogState, Database, Rowset, Txn
+from galene.catalog.model import CatalogState, Database, Grants, Rowset, Txn, UserAccount, account_key
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
-from galene.fe.session_sql import GlobalVariables, SessionInfo, SessionSql, SessionVariables
-from galene.sql import information_schema as IS
+from galene.fe import auth
 from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.dialect import Galene
+from galene.sql.information_schema import context as isc
+from galene.sql.information_schema import query as isq
+from galene.sql.information_schema import show_rows
+from galene.sql.information_schema import tables as ist
 from galene.sql.statements import parse_statement
 
 _ids = itertools.count(100)
@@ -73,15 +76,17 @@ def state() -> CatalogState:
     return s
 
 
-def ctx_for(state: CatalogState, **kw) -> IS.MetaContext:
-    return IS.MetaContext(state=state, **kw)
+def ctx_for(state: CatalogState, user: str = "root", user_host: str = "%", **kw) -> isc.MetaContext:
+    """The context the FE builds for a session of 'user'@'user_host': its privileges from fe/auth."""
+    privileges = auth.SessionPrivileges(state, auth.Identity(user, user_host))
+    return isc.MetaContext(state=state, privileges=privileges, user=user, **kw)
 
 
-def local(state: CatalogState, sql: str, **kw) -> IS.LocalOutput | None:
-    return IS.run_local(sqlglot.parse_one(sql, read=Galene), ctx_for(state, **kw))
+def local(state: CatalogState, sql: str, **kw) -> isq.LocalOutput | None:
+    return isq.run_local(sqlglot.parse_one(sql, read=Galene), ctx_for(state, **kw))
 
 
-def as_dicts(out: IS.LocalOutput) -> list[dict]:
+def as_dicts(out: isq.LocalOutput) -> list[dict]:
     names = [n for n, _ in out.columns]
     return [dict(zip(names, r)) for r in out.rows]
 
@@ -109,32 +114,32 @@ def as_dicts(out: IS.LocalOutput) -> list[dict]:
     ],
 )
 def test_type_renderings_follow_doris(ctype, data_type, column_type, precision, scale, size):
-    assert IS.data_type(ctype) == data_type
-    assert IS.column_type(ctype) == column_type
-    assert IS.numeric_precision(ctype) == precision
-    assert IS.numeric_scale(ctype) == scale
-    assert IS.column_size(ctype) == size
+    assert ist.data_type(ctype) == data_type
+    assert ist.column_type(ctype) == column_type
+    assert ist.numeric_precision(ctype) == precision
+    assert ist.numeric_scale(ctype) == scale
+    assert ist.column_size(ctype) == size
 
 
 def test_every_table_has_unique_upper_case_doris_columns():
     assert {"tables", "schemata", "columns", "views", "statistics", "key_column_usage", "routines",
             "user_privileges", "engines", "character_sets", "collations", "processlist", "table_constraints",
-            "partitions"} <= set(IS.SCHEMA_TABLES)  # fmt: skip
-    for name, t in IS.SCHEMA_TABLES.items():
+            "partitions"} <= set(ist.SCHEMA_TABLES)  # fmt: skip
+    for name, t in ist.SCHEMA_TABLES.items():
         names = t.column_names
         assert len(set(names)) == len(names), name
-    assert IS.SCHEMA_TABLES["tables"].column_names[:5] == [
+    assert ist.SCHEMA_TABLES["tables"].column_names[:5] == [
         "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE", "ENGINE"]  # fmt: skip
-    assert len(IS.SCHEMA_TABLES["tables"].columns) == 21
-    assert len(IS.SCHEMA_TABLES["columns"].columns) == 24
-    assert IS.SCHEMA_TABLES["processlist"].column_names[:3] == ["CurrentConnected", "Id", "User"]
+    assert len(ist.SCHEMA_TABLES["tables"].columns) == 21
+    assert len(ist.SCHEMA_TABLES["columns"].columns) == 24
+    assert ist.SCHEMA_TABLES["processlist"].column_names[:3] == ["CurrentConnected", "Id", "User"]
 
 
 # --- row builders ----------------------------------------------------------------------------
 def test_tables_rows(state):
-    rows = {(r[1], r[2]): r for r in IS.rows("tables", ctx_for(state))}
+    rows = {(r[1], r[2]): r for r in ist.rows("tables", ctx_for(state))}
     orders = rows[("shop", "orders")]
-    names = IS.SCHEMA_TABLES["tables"].column_names
+    names = ist.SCHEMA_TABLES["tables"].column_names
     o = dict(zip(names, orders))
     assert (o["TABLE_CATALOG"], o["TABLE_TYPE"], o["ENGINE"]) == ("internal", "BASE TABLE", "Doris")
     assert (o["TABLE_ROWS"], o["DATA_LENGTH"], o["AVG_ROW_LENGTH"]) == (10, 1000, 100)
@@ -151,9 +156,9 @@ def test_tables_rows(state):
 
 
 def test_columns_rows(state):
-    names = IS.SCHEMA_TABLES["columns"].column_names
+    names = ist.SCHEMA_TABLES["columns"].column_names
     cols = [
-        dict(zip(names, r)) for r in IS.rows("columns", ctx_for(state), IS.Filters(db="shop", table="orders"))
+        dict(zip(names, r)) for r in ist.rows("columns", ctx_for(state), isc.Filters(db="shop", table="orders"))
     ]
     by = {c["COLUMN_NAME"]: c for c in cols}
     assert [c["ORDINAL_POSITION"] for c in cols] == list(range(1, 15))
@@ -164,54 +169,54 @@ def test_columns_rows(state):
     assert (by["name"]["CHARACTER_MAXIMUM_LENGTH"], by["name"]["CHARACTER_OCTET_LENGTH"]) == (20, 80)
     assert (by["amount"]["NUMERIC_PRECISION"], by["amount"]["NUMERIC_SCALE"]) == (10, 2)
     assert by["ts"]["DATETIME_PRECISION"] == 3 and by["ts"]["COLUMN_TYPE"] == "datetime(3)"
-    keys = {c[3]: c[16] for c in IS.rows("columns", ctx_for(state), IS.Filters(db="shop", table="events"))}
+    keys = {c[3]: c[16] for c in ist.rows("columns", ctx_for(state), isc.Filters(db="shop", table="events"))}
     assert keys == {"k": "AGG", "v": ""}
-    logs = IS.rows("columns", ctx_for(state), IS.Filters(db="other"))
+    logs = ist.rows("columns", ctx_for(state), isc.Filters(db="other"))
     assert [r[16] for r in logs] == ["DUP"]
 
 
 def test_schemata_user_privileges_and_small_tables(state):
-    schemata = IS.rows("schemata", ctx_for(state))
+    schemata = ist.rows("schemata", ctx_for(state))
     assert [r[1] for r in schemata] == ["information_schema", "other", "shop"]
     assert schemata[0][:4] == ("internal", "information_schema", "utf8", "utf8_general_ci")
-    privs = IS.rows("user_privileges", ctx_for(state))
+    privs = ist.rows("user_privileges", ctx_for(state))
     assert ("'root'@'%'", "def", "SELECT", "YES") in privs
     assert {r[2] for r in privs if r[0] == "'root'@'%'"} >= {"SELECT", "INSERT", "ALTER", "CREATE", "DROP"}
     for empty in ("routines", "statistics", "key_column_usage", "table_constraints", "engines", "triggers"):
-        assert IS.rows(empty, ctx_for(state)) == []
-    assert IS.rows("collations", ctx_for(state)) == [("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1)]
+        assert ist.rows(empty, ctx_for(state)) == []
+    assert ist.rows("collations", ctx_for(state)) == [("utf8mb4_0900_bin", "utf8mb4", 309, "Yes", "Yes", 1)]
 
 
 def test_partitions_rows_and_show_partitions(state):
-    names = IS.SCHEMA_TABLES["partitions"].column_names
+    names = ist.SCHEMA_TABLES["partitions"].column_names
     parts = [
         dict(zip(names, r))
-        for r in IS.rows("partitions", ctx_for(state), IS.Filters(db="shop", table="events"))
+        for r in ist.rows("partitions", ctx_for(state), isc.Filters(db="shop", table="events"))
     ]
     assert [(p["PARTITION_NAME"], p["PARTITION_METHOD"], p["BUCKET_NUM"]) for p in parts] == [
         ("p1", "RANGE", 3), ("p2", "RANGE", 3)]  # fmt: skip
     table = state.tables[state.databases[state.db_names["shop"]].tables["events"]]
-    rows = IS.partition_rows(table)
+    rows = show_rows.partition_rows(table)
     assert [r["PartitionName"] for r in rows] == ["p1", "p2"]
     assert rows[0]["PartitionKey"] == "k" and rows[0]["DistributionKey"] == "k"
     assert rows[1]["Range"] == "[types: [INT]; keys: [10]; ..types: [INT]; keys: [20]; )"
-    assert list(rows[0]) == IS.PARTITIONS_COLUMNS
+    assert list(rows[0]) == show_rows.PARTITIONS_COLUMNS
     where = sqlglot.parse_one("SELECT 1 WHERE PartitionName = 'p2'", read=Galene).args["where"].this
-    assert [r["PartitionName"] for r in IS.partition_rows(table, where)] == ["p2"]
+    assert [r["PartitionName"] for r in show_rows.partition_rows(table, where)] == ["p2"]
 
 
 def test_byte_text_and_show_data(state):
-    assert IS.byte_text(0) == "0.000 "
-    assert IS.byte_text(1536) == "1.500 KB"
-    assert IS.byte_text(3 << 30) == "3.000 GB"
-    rows = IS.data_rows(ctx_for(state), "shop", None)
+    assert show_rows.byte_text(0) == "0.000 "
+    assert show_rows.byte_text(1536) == "1.500 KB"
+    assert show_rows.byte_text(3 << 30) == "3.000 GB"
+    rows = show_rows.data_rows(ctx_for(state), "shop", None)
     assert [r[0] for r in rows] == ["events", "orders", "Total", "Quota", "Left"]
     assert rows[1][1:3] == ("1000.000 ", "2")
     assert rows[2][1:3] == ("1000.000 ", "8")
     order = sqlglot.parse_one("SELECT 1 ORDER BY Size DESC", read=Galene).args["order"]
-    assert [r[0] for r in IS.data_rows(ctx_for(state), "shop", None, order)][:2] == ["orders", "events"]
+    assert [r[0] for r in show_rows.data_rows(ctx_for(state), "shop", None, order)][:2] == ["orders", "events"]
     table = state.tables[state.databases[state.db_names["shop"]].tables["orders"]]
-    assert IS.data_rows(ctx_for(state), "shop", table)[0][:5] == ("orders", "orders", "1000.000 ", "2", "10")
+    assert show_rows.data_rows(ctx_for(state), "shop", table)[0][:5] == ("orders", "orders", "1000.000 ", "2", "10")
 
 
 def test_stream_loads_and_transactions(state):
@@ -227,44 +232,53 @@ def test_stream_loads_and_transactions(state):
     ):  # fmt: skip
         state.txns[txn.id] = txn
         state.databases[db_id].labels[txn.label] = txn.id
-    loads = IS.stream_load_rows(ctx_for(state), "shop")
+    loads = show_rows.stream_load_rows(ctx_for(state), "shop")
     assert [(r["Label"], r["Status"], r["LoadedRows"]) for r in loads] == [
         ("load_ok", "SUCCESS", "5"), ("load_bad", "FAIL", "0")]  # fmt: skip
-    assert list(loads[0]) == IS.STREAM_LOAD_COLUMNS
+    assert list(loads[0]) == show_rows.STREAM_LOAD_COLUMNS
     assert loads[1]["Message"] == "too many filtered rows"
     where = sqlglot.parse_one("SELECT 1 WHERE id = 1", read=Galene).args["where"]
-    txn = IS.find_transaction(ctx_for(state), "shop", where)
-    row = dict(zip(IS.TRANSACTION_COLUMNS, IS.transaction_row(ctx_for(state), txn)))
+    txn = show_rows.find_transaction(ctx_for(state), "shop", where)
+    row = dict(zip(show_rows.TRANSACTION_COLUMNS, show_rows.transaction_row(ctx_for(state), txn)))
     assert (row["TransactionId"], row["Label"], row["TransactionStatus"]) == ("1", "load_ok", "VISIBLE")
     assert (row["LoadJobSourceType"], row["TimeoutMs"]) == ("BACKEND_STREAMING", "600000")
     by_label = sqlglot.parse_one("SELECT 1 WHERE label = 'ctas'", read=Galene).args["where"]
-    assert IS.find_transaction(ctx_for(state), "shop", by_label).id == 5
+    assert show_rows.find_transaction(ctx_for(state), "shop", by_label).id == 5
     with pytest.raises(GaleneError, match="transaction with id 99 does not exist"):
-        IS.find_transaction(ctx_for(state), "shop", sqlglot.parse_one("SELECT 1 WHERE id = 99").args["where"])
+        show_rows.find_transaction(ctx_for(state), "shop", sqlglot.parse_one("SELECT 1 WHERE id = 99").args["where"])
     with pytest.raises(GaleneError, match="Where clause should looks like"):
-        IS.find_transaction(ctx_for(state), "shop", sqlglot.parse_one("SELECT 1 WHERE id > 1").args["where"])
+        show_rows.find_transaction(ctx_for(state), "shop", sqlglot.parse_one("SELECT 1 WHERE id > 1").args["where"])
 
 
 def test_processlist_rows():
     info = "select " + "x, " * 60 + "1"
     procs = [
-        IS.ProcessInfo(3, "root", "127.0.0.1:5", CREATED, "shop", "Query", 2, "OK", info),
-        IS.ProcessInfo(1, "bob", "127.0.0.1:6", CREATED, None, "Sleep", 9, "ERR", "select 1"),
+        isc.ProcessInfo(3, "root", "127.0.0.1:5", CREATED, "shop", "Query", 2, "OK", info),
+        isc.ProcessInfo(1, "bob", "127.0.0.1:6", CREATED, None, "Sleep", 9, "ERR", "select 1"),
     ]
-    ctx = IS.MetaContext(state=CatalogState(), user="root", connection_id=3, processes=lambda: procs)
-    full = IS.processlist_rows(ctx, full=True)
+    ctx = ctx_for(CatalogState(), user="root", connection_id=3, processes=lambda: procs)
+    full = ist.processlist_rows(ctx, full=True)
     assert [r[1] for r in full] == [1, 3]
     assert full[1][0] == "Yes" and full[0][0] == "No"
-    assert full[1][12] == info and len(IS.processlist_rows(ctx, full=False)[1][12]) == 100
+    assert full[1][12] == info and len(ist.processlist_rows(ctx, full=False)[1][12]) == 100
     assert full[0][6] == "" and full[1][6] == "shop"
 
 
+class _ShopButEvents:
+    """A privilege hook that shows database shop and its tables but events."""
+
+    def can_see(self, db: str, table: str | None = None) -> bool:
+        return db == "shop" and table != "events"
+
+    def is_admin(self) -> bool:
+        return False
+
+
 def test_privilege_hook_filters_rows(state):
-    ctx = ctx_for(state)
-    ctx._can_see = lambda st_, user, db, table=None: db == "shop" and table != "events"
-    assert [r[2] for r in IS.rows("tables", ctx) if r[1] != "information_schema"] == ["orders"]
-    assert [r[1] for r in IS.rows("schemata", ctx)] == ["information_schema", "shop"]
-    assert {r[2] for r in IS.rows("columns", ctx) if r[1] != "information_schema"} == {"orders"}
+    ctx = isc.MetaContext(state=state, privileges=_ShopButEvents(), user="root")
+    assert [r[2] for r in ist.rows("tables", ctx) if r[1] != "information_schema"] == ["orders"]
+    assert [r[1] for r in ist.rows("schemata", ctx)] == ["information_schema", "shop"]
+    assert {r[2] for r in ist.rows("columns", ctx) if r[1] != "information_schema"} == {"orders"}
 
 
 # --- queries answered on the FE -------------------------------------------------------------
@@ -320,7 +334,7 @@ def test_labels_types_and_functions(state):
         state,
         "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'shop' AND table_name = 'orders'",
     )
-    assert out.columns == [("COUNT(*)", IS.BIGINT)] and out.rows == [(1,)]
+    assert out.columns == [("COUNT(*)", isc.BIGINT)] and out.rows == [(1,)]
     out = local(state, "select table_name, TABLE_ROWS, create_time from INFORMATION_SCHEMA.Tables where table_schema = database()",
                 database="shop")  # fmt: skip
     # Labelled as written (Doris, MySQL 5.7): DorisClient reads rows by `table_name`.
@@ -328,7 +342,7 @@ def test_labels_types_and_functions(state):
     assert [t.name for _, t in out.columns] == ["VARCHAR", "BIGINT", "DATETIME"]
     assert sorted(out.rows)[1][:2] == ("orders", 10)
     star = local(state, "select * from tables where table_schema = 'other'", database="information_schema")
-    assert [n for n, _ in star.columns] == IS.SCHEMA_TABLES["tables"].column_names
+    assert [n for n, _ in star.columns] == ist.SCHEMA_TABLES["tables"].column_names
     assert star.rows[0][2] == "logs"
     joined = local(
         state,
@@ -352,11 +366,11 @@ def test_queries_left_to_the_engine(state):
         local(state, "select table_name from information_schema.tables where table_name regexp '^o'") is None
     )
     assert local(state, "select * from information_schema.nope") is None
-    names, other = IS.query_tables(
+    names, other = isq.query_tables(
         sqlglot.parse_one("with tables as (select 1) select * from tables", read=Galene), None
     )
     assert names == set() and other is False
-    names, other = IS.query_tables(
+    names, other = isq.query_tables(
         sqlglot.parse_one("select * from columns c, shop.t", read=Galene), "information_schema"
     )
     assert names == {"columns"} and other is True
@@ -376,28 +390,28 @@ def test_pushdown_does_not_change_answers(state):
 
 
 def test_arrow_table_for_the_engine_path(state):
-    table = IS.arrow_table("tables", ctx_for(state))
-    assert table.column_names == IS.SCHEMA_TABLES["tables"].column_names
+    table = ist.arrow_table("tables", ctx_for(state))
+    assert table.column_names == ist.SCHEMA_TABLES["tables"].column_names
     assert str(table.schema.field("TABLE_ROWS").type) == "int64"
     assert str(table.schema.field("CREATE_TIME").type) == "timestamp[us]"
-    assert table.num_rows == 3 + len(IS.SCHEMA_TABLES)
+    assert table.num_rows == 3 + len(ist.SCHEMA_TABLES)
 
 
 def test_show_table_status(state):
-    rows = IS.table_status(ctx_for(state), "shop", None, None)
+    rows = show_rows.table_status(ctx_for(state), "shop", None, None)
     assert [r[0] for r in rows] == ["events", "orders"]
-    orders = dict(zip([n for n, _ in IS.TABLE_STATUS_COLUMNS], rows[1]))
+    orders = dict(zip([n for n, _ in show_rows.TABLE_STATUS_COLUMNS], rows[1]))
     assert (orders["Engine"], orders["Rows"], orders["Collation"], orders["Comment"]) == (
         "Doris",
         10,
         "utf-8",
         "the orders",
     )
-    assert [r[0] for r in IS.table_status(ctx_for(state), "shop", "ord%", None)] == ["orders"]
+    assert [r[0] for r in show_rows.table_status(ctx_for(state), "shop", "ord%", None)] == ["orders"]
     where = sqlglot.parse_one("SELECT 1 WHERE Rows > 5", read=Galene).args["where"].this
-    assert [r[0] for r in IS.table_status(ctx_for(state), "shop", None, where)] == ["orders"]
+    assert [r[0] for r in show_rows.table_status(ctx_for(state), "shop", None, where)] == ["orders"]
     where = sqlglot.parse_one("SELECT 1 WHERE TABLE_NAME = 'events'", read=Galene).args["where"].this
-    assert [r[0] for r in IS.table_status(ctx_for(state), "shop", None, where)] == ["events"]
+    assert [r[0] for r in show_rows.table_status(ctx_for(state), "shop", None, where)] == ["events"]
 
 
 # --- statements --------------------------------------------------------------------------------
@@ -428,91 +442,49 @@ def test_metadata_statements_parse(sql, cls, fields):
         assert getattr(s, k) == v
 
 
-# --- session: SET of unknown variables, SHOW WARNINGS / ERRORS ----------------------------------
-def _session() -> SessionSql:
-    return SessionSql(SessionVariables(GlobalVariables(version="5.7.99", version_comment="Doris")))
-
-
-INFO = SessionInfo(user="root", host="127.0.0.1", database=None, connection_id=1)
-
-
-def test_set_unknown_variable_is_dorises_error_and_doris_variables_are_kept():
-    s = _session()
-    with pytest.raises(GaleneError) as e:
-        s.handle("SET foo_bar = 1", INFO)
-    assert e.value.code == 1193 and e.value.message == "Unknown system variable 'foo_bar'"
-    s.handle("SET enable_nereids_planner = true", INFO)
-    s.handle("SET query_timeout = 60", INFO)
-    shown = dict(s.handle("SHOW VARIABLES", INFO).rows)
-    assert shown["enable_nereids_planner"] == "true" and shown["query_timeout"] == "60"
-
-
-def test_set_sql_mode_as_connector_j_sends_it():
-    """MariaDB Connector/J's connect statement: a CONCAT over @@sql_mode; Doris keeps the modes
-    as a canonical list (SqlModeHelper) and refuses an unknown one with 1231."""
-    s = _session()
-    s.handle("set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", INFO)
-    assert s.handle("SELECT @@sql_mode, @@autocommit", INFO).rows == [("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES", 1)]
-    s.handle("SET sql_mode = ''", INFO)
-    s.handle("SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')", INFO)
-    assert s.handle("SELECT @@sql_mode", INFO).rows == [("STRICT_TRANS_TABLES",)]
-    s.handle("SET sql_mode = concat_ws(',', 'pipes_as_concat', @@session.sql_mode, 'ansi_quotes')", INFO)
-    assert s.variables.get("sql_mode") == "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_TRANS_TABLES"
-    s.handle("SET @suffix = ',NO_ENGINE_SUBSTITUTION'", INFO)
-    s.handle("SET sql_mode = CONCAT('TRADITIONAL', @suffix)", INFO)
-    assert s.variables.get("sql_mode") == (
-        "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_ALL_TABLES,"
-        "STRICT_TRANS_TABLES,TRADITIONAL"
-    )
-    with pytest.raises(GaleneError) as e:
-        s.handle("SET sql_mode = concat(@@sql_mode, ',NO_SUCH_MODE')", INFO)
-    assert e.value.code == 1231 and e.value.message == "Variable 'sql_mode' can't be set to the value of 'NO_SUCH_MODE'"
-    s.handle("SET @nothing = NULL", INFO)
-    s.handle("SET @joined = concat('a', @nothing)", INFO)  # NULL in, NULL out, as MySQL
-    assert s.handle("SELECT @joined", INFO).rows == [(None,)]
-
-
-def test_show_warnings_and_errors_list_the_last_error():
-    s = _session()
-    assert s.handle("SHOW WARNINGS", INFO).rows == []
-    s.diagnostics = [("Error", 1105, "errCode = 2, detailMessage = boom")]
-    assert s.handle("SHOW WARNINGS", INFO).rows == [("Error", 1105, "errCode = 2, detailMessage = boom")]
-    assert s.handle("SHOW ERRORS", INFO).rows == [("Error", 1105, "errCode = 2, detailMessage = boom")]
-    assert [c for c, _ in s.handle("SHOW ERRORS", INFO).columns] == ["Level", "Code", "Message"]
-
-
-def test_auth_module_hook(state, monkeypatch):
-    """With galene.fe.auth present, rows pass its can_see with the session's account, and
-    PROCESSLIST / USER_PRIVILEGES show others' rows to admins only."""
-    import sys
-    import types
-
-    calls = []
-    fake = types.ModuleType("galene.fe.auth")
-    fake.identity_of = lambda user, host="%": f"'{user}'@'{host}'"
-
-    def can_see(st_, who, db, table=None):
-        calls.append((who, db, table))
-        return db != "other"
-
-    fake.can_see = can_see
-    fake.is_admin = lambda st_, who: who == "'root'@'%'"
-    monkeypatch.setitem(sys.modules, "galene.fe.auth", fake)
-    import galene.fe
-
-    monkeypatch.setattr(galene.fe, "auth", fake, raising=False)
+def test_privileges_come_from_the_session_account(state):
+    """Rows pass the privileges the FE builds for the session's account ('bob'@'10.0.0.%':
+    SELECT on shop only), and PROCESSLIST / USER_PRIVILEGES show others' rows to admins only."""
+    bob_account = UserAccount(name="bob", host="10.0.0.%", grants=Grants(tables={"internal.shop.*": ["SELECT_PRIV"]}))
+    state.accounts[account_key("bob", "10.0.0.%")] = bob_account
     bob = ctx_for(state, user="bob", user_host="10.0.0.%")
-    assert [r[1] for r in IS.rows("schemata", bob)] == ["information_schema", "shop"]
-    assert {r[2] for r in IS.rows("tables", bob) if r[1] != "information_schema"} == {"orders", "events"}
-    assert ("'bob'@'10.0.0.%'", "shop", "orders") in calls
+    assert bob.privileges == auth.SessionPrivileges(state, auth.Identity("bob", "10.0.0.%"))
+    assert [r[1] for r in ist.rows("schemata", bob)] == ["information_schema", "shop"]
+    assert {r[2] for r in ist.rows("tables", bob) if r[1] != "information_schema"} == {"orders", "events"}
+    assert ctx_for(state, user="bob", user_host="%").can_see("shop") is False  # another account
     procs = [
-        IS.ProcessInfo(1, "root", "h:1", CREATED, None, "Sleep", 0, "OK", ""),
-        IS.ProcessInfo(2, "bob", "h:2", CREATED, None, "Sleep", 0, "OK", ""),
+        isc.ProcessInfo(1, "root", "h:1", CREATED, None, "Sleep", 0, "OK", ""),
+        isc.ProcessInfo(2, "bob", "h:2", CREATED, None, "Sleep", 0, "OK", ""),
     ]
     bob.processes = lambda: procs
-    assert [r[1] for r in IS.processlist_rows(bob)] == [2]
+    assert [r[1] for r in ist.processlist_rows(bob)] == [2]
     root = ctx_for(state, user="root", processes=lambda: procs)
-    assert [r[1] for r in IS.processlist_rows(root)] == [1, 2]
+    assert [r[1] for r in ist.processlist_rows(root)] == [1, 2]
+
+
+def test_a_context_without_privileges_is_an_error(state):
+    """information_schema never decides on its own what a session may see: a context without
+    the session's privileges is refused (it used to show everything when fe/auth was missing)."""
+    with pytest.raises(TypeError):
+        isc.MetaContext(state=state, user="bob")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        isc.MetaContext(state=state, privileges=None, user="bob")  # type: ignore[arg-type]
+
+
+class _Broken:
+    def can_see(self, db: str, table: str | None = None) -> bool:
+        raise RuntimeError("privilege store unreadable")
+
+    def is_admin(self) -> bool:
+        raise RuntimeError("privilege store unreadable")
+
+
+def test_a_failing_privilege_check_hides_rows_and_fails_admin_checks(state):
+    ctx = isc.MetaContext(state=state, privileges=_Broken(), user="bob")
+    assert [r[1] for r in ist.rows("schemata", ctx)] == ["information_schema"]
+    assert [r for r in ist.rows("tables", ctx) if r[1] != "information_schema"] == []
+    with pytest.raises(RuntimeError):
+        ist.processlist_rows(ctx)
 
 
 def test_views_and_materialized_views(state):
@@ -526,17 +498,17 @@ def test_views_and_materialized_views(state):
     )  # fmt: skip
     events = state.tables[shop.tables["events"]]
     events.mtmv = MaterializedView(query_sql="select 1")
-    names = IS.SCHEMA_TABLES["tables"].column_names
-    tables = {r[2]: dict(zip(names, r)) for r in IS.rows("tables", ctx_for(state), IS.Filters(db="shop"))}
+    names = ist.SCHEMA_TABLES["tables"].column_names
+    tables = {r[2]: dict(zip(names, r)) for r in ist.rows("tables", ctx_for(state), isc.Filters(db="shop"))}
     assert list(tables) == ["events", "orders", "v_orders"]
     assert (tables["v_orders"]["TABLE_TYPE"], tables["v_orders"]["ENGINE"]) == ("VIEW", "View")
     assert (tables["v_orders"]["TABLE_ROWS"], tables["v_orders"]["TABLE_COMMENT"]) == (0, "a view")
     assert (tables["events"]["TABLE_TYPE"], tables["events"]["ENGINE"]) == ("VIEW", "MATERIALIZED_VIEW")
-    views = IS.rows("views", ctx_for(state))
+    views = ist.rows("views", ctx_for(state))
     assert views == [
         ("internal", "shop", "v_orders", "select id from `internal`.`shop`.`orders`", "NONE", "NO", "root@%",
          "DEFINER", "utf8", "utf8_general_ci")
     ]  # fmt: skip
-    cols = IS.rows("columns", ctx_for(state), IS.Filters(db="shop", table="v_orders"))
+    cols = ist.rows("columns", ctx_for(state), isc.Filters(db="shop", table="v_orders"))
     assert [(c[3], c[4], c[7], c[16], c[19]) for c in cols] == [("id", 1, "bigint", "", "the id")]
-    assert [r[0] for r in IS.data_rows(ctx_for(state), "shop", None)][:3] == ["events", "orders", "Total"]
+    assert [r[0] for r in show_rows.data_rows(ctx_for(state), "shop", None)][:3] == ["events", "orders", "Total"]

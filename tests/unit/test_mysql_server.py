@@ -29,12 +29,9 @@ from sqlglot import exp
 
 from galene.common.errors import unknown_table
 from galene.common.types import ColumnType, parse_type
-from galene.fe.mysql_server import (
-    GaleneMysqlServer,
-    ResultColumn,
-    SessionContext,
-    StatementResult,
-)
+from galene.fe.mysql.boundary import ResultColumn, SessionContext, StatementResult
+from galene.fe.mysql.result_encoding import arrow_text
+from galene.fe.mysql.server import GaleneMysqlServer
 
 MARIADB = shutil.which("mariadb") or "/usr/bin/mariadb"
 
@@ -212,6 +209,16 @@ class FakeExecutor:
 
     def check_password(self, user: str) -> str | None:
         return {"root": "", "alice": native_hash("s3cret")}.get(user)
+
+    def login_account(self, user: str, host: str) -> tuple[str, str] | None:
+        stored = self.check_password(user)
+        return ("%", stored) if stored is not None else None
+
+    def check_database_access(self, name: str, ctx: SessionContext) -> None:
+        return None  # the fake's users may use every database
+
+    def is_admin(self, ctx: SessionContext) -> bool:
+        return True  # the fake's users are all admins
 
 
 @pytest.fixture(scope="module")
@@ -924,8 +931,6 @@ def test_decimal_text_is_plain_at_every_scale(port, executor):
     assert [r[d38] for r in rows] == [
         bytearray(b"1234567890123456789012345678.0123456789"), None, bytearray(b"-0.0000000001"),
     ]
-    from galene.fe.result_encoding import arrow_text
-
     values = [decimal.Decimal(v) for v in ("0", "1E-7", "-0.5", "0.0000123", "-12.5", "99999999.9999999")]
     texts = arrow_text(pa.array(values, pa.decimal128(15, 7)), parse_type("DECIMAL(15, 7)")).to_pylist()
     assert texts == ["0.0000000", "0.0000001", "-0.5000000", "0.0000123", "-12.5000000", "99999999.9999999"]
