@@ -20,14 +20,8 @@ from sqlglot import exp
 from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Index, Partition, Table
 from galene.common.errors import AnalysisError
 from galene.common.types import ColumnType, TypeError_, make_type, parse_type
-from galene.sql.dialect import (
-    AggregationColumnConstraint,
-    Galene,
-    IndexDef,
-    ListPartition,
-    RangePartitionFixed,
-    RangePartitionLessThan,
-)
+from galene.sql import nodes
+from galene.sql.dialect import Galene
 from galene.sql.statements import CreateTable, property_dict
 
 SUPPORTED_AGGREGATIONS = ("SUM", "MIN", "MAX", "REPLACE", "REPLACE_IF_NOT_NULL")
@@ -137,7 +131,7 @@ def _column_from_def(cdef: exp.ColumnDef) -> Column:
             column.default = _literal_text(c.this)
         elif isinstance(c, exp.CommentColumnConstraint):
             column.comment = c.this.name if c.this is not None else ""
-        elif isinstance(c, AggregationColumnConstraint):
+        elif isinstance(c, nodes.AggregationColumnConstraint):
             column.aggregation = c.name.upper()
         else:
             text = constraint.sql(dialect=Galene)
@@ -375,11 +369,11 @@ def _typed(value: str, column: Column):
     return value  # ISO dates and datetimes order as text
 
 
-def _bound_values(nodes: list[exp.Expr], columns: list[Column], what: str) -> list[str]:
-    if len(nodes) > len(columns):
+def _bound_values(bounds: list[exp.Expr], columns: list[Column], what: str) -> list[str]:
+    if len(bounds) > len(columns):
         raise AnalysisError(f"Partition values number is more than partition column number: {what}")
     out = []
-    for node, col in zip(nodes, columns):
+    for node, col in zip(bounds, columns):
         if isinstance(node, exp.Var) and node.name.upper() == MAXVALUE:
             out.append(MAXVALUE)
             continue
@@ -397,11 +391,11 @@ def _fmt_range(lower: list[str] | None, upper: list[str] | None) -> str:
 
 
 def _range_partitions(
-    nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
+    definitions: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
 ) -> list[Partition]:
     parts: list[Partition] = []
-    for node in nodes:
-        if isinstance(node, RangePartitionLessThan):
+    for node in definitions:
+        if isinstance(node, nodes.RangePartitionLessThan):
             name = node.name
             values = _bound_values(node.expressions, columns, name)
             upper = None if values and all(v == MAXVALUE for v in values) else values
@@ -413,7 +407,7 @@ def _range_partitions(
                 if below
                 else None
             )
-        elif isinstance(node, RangePartitionFixed):
+        elif isinstance(node, nodes.RangePartitionFixed):
             name = node.name
             lower = _bound_values(node.args["lower"], columns, name)
             values = _bound_values(node.args["upper"], columns, name)
@@ -446,12 +440,12 @@ def _range_partitions(
 
 
 def _list_partitions(
-    nodes: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
+    definitions: list[exp.Expr], columns: list[Column], alloc: Callable[[str], Partition]
 ) -> list[Partition]:
     parts: list[Partition] = []
     seen: dict[tuple, str] = {}
-    for node in nodes:
-        if not isinstance(node, ListPartition):
+    for node in definitions:
+        if not isinstance(node, nodes.ListPartition):
             raise AnalysisError("Only VALUES IN partitions are supported in LIST partitioning")
         name = node.name
         items: list[list[str]] = []
@@ -652,20 +646,20 @@ def table_from_create(
         pcols = _partition_columns(partition_prop, cols, keys_type, kind)
         partition_type = kind
         partition_columns = [c.name for c in pcols]
-        nodes = partition_prop.args.get("create_expressions") or []
-        if any(isinstance(n, exp.PartitionByRangePropertyDynamic) for n in nodes):
+        definitions = partition_prop.args.get("create_expressions") or []
+        if any(isinstance(n, exp.PartitionByRangePropertyDynamic) for n in definitions):
             raise AnalysisError("FROM ... TO ... INTERVAL partitions are not supported; list the partitions")
-        names = [n.name for n in nodes]
+        names = [n.name for n in definitions]
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup is not None:
             raise AnalysisError(f"Duplicated partition name: {dup}")
         if kind == "RANGE":
-            partitions = _range_partitions(nodes, pcols, alloc_partition)
+            partitions = _range_partitions(definitions, pcols, alloc_partition)
         else:
-            partitions = _list_partitions(nodes, pcols, alloc_partition)
+            partitions = _list_partitions(definitions, pcols, alloc_partition)
 
     indexes: list[Index] = []
-    for idef in (e for e in (schema.expressions if schema else []) if isinstance(e, IndexDef)):
+    for idef in (e for e in (schema.expressions if schema else []) if isinstance(e, nodes.IndexDef)):
         index = index_from_def(idef, cols, keys_type, "Column does not exist in table")
         if any(i.name.lower() == index.name.lower() for i in indexes):
             raise AnalysisError("index name must be unique.")
@@ -817,13 +811,11 @@ def check_type_change(old: Column, new: Column) -> None:
 
 def _column_def_parts(cdef: exp.ColumnDef) -> tuple[exp.ColumnDef, bool]:
     """The definition without Doris' `KEY` marker, and whether it had one."""
-    from galene.sql.dialect import KeyColumnConstraint
-
     cdef = cdef.copy()
     constraints = cdef.args.get("constraints") or []
     kept = [
         c for c in constraints
-        if not isinstance(c.args.get("kind") if isinstance(c, exp.ColumnConstraint) else c, KeyColumnConstraint)
+        if not isinstance(c.args.get("kind") if isinstance(c, exp.ColumnConstraint) else c, nodes.KeyColumnConstraint)
     ]  # fmt: skip
     cdef.set("constraints", kept)
     return cdef, len(kept) != len(constraints)

@@ -6,8 +6,8 @@ aggregate column suffixes, LARGEINT/…V2/V3 type names, `VALUES LESS THAN MAXVA
 `ALTER SYSTEM … BACKEND`, `INSERT … WITH LABEL`, `ADMIN COMPACT TABLE`, `SHOW TABLETS` and the
 streaming-job statements (`CREATE JOB … ON STREAMING DO INSERT …`, `ALTER JOB`, `PAUSE | RESUME |
 DROP JOB WHERE …`);
-this module adds them as parser rules and a few custom expression nodes (defined here, each
-with its generator rule so a parsed statement prints back as Doris SQL). Nothing here
+this module adds them as parser rules building Galene's own nodes (`galene.sql.nodes`), each
+with its generator rule so a parsed statement prints back as Doris SQL. Nothing here
 interprets a statement: classification is `galene.sql.statements`, table semantics are
 `galene.sql.ddl`.
 """
@@ -20,6 +20,8 @@ from sqlglot import exp
 from sqlglot.dialects.doris import Doris
 from sqlglot.tokens import TokenType
 from sqlglot.trie import new_trie
+
+from galene.sql import nodes
 
 # Aggregate types Doris accepts after a column type in AGGREGATE KEY tables.
 AGGREGATION_TYPES = (
@@ -41,201 +43,6 @@ for _unit in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECO
     _UNIT_ADD_FUNCTIONS[f"{_unit}S_SUB"] = (exp.DateSub, _unit)
 
 
-# --- custom expression nodes ------------------------------------------------------------
-class AggregationColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
-    """`v BIGINT SUM`: the aggregate type of an AGGREGATE KEY value column (this = Var)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class RangePartitionLessThan(exp.Expression):
-    """`PARTITION p VALUES LESS THAN (v, …)`; `MAXVALUE` entries are Var('MAXVALUE')."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class RangePartitionFixed(exp.Expression):
-    """`PARTITION p VALUES [(lower, …), (upper, …))`: lower/upper are lists of expressions."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "lower": True, "upper": True}
-
-
-class ListPartition(exp.Expression):
-    """`PARTITION p VALUES IN (v, …)`; each entry is a literal or a Tuple (multi-column)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class DescribeAll(exp.Describe):
-    """`DESC t ALL` (Doris: every index of the table). Same args as Describe."""
-
-
-class AlterSystem(exp.Expression):
-    """`ALTER SYSTEM <action> BACKEND 'host:port'[, …] [PROPERTIES (…)] | SET (…)`.
-
-    this = action (ADD, DROP, DROPP, DECOMMISSION, MODIFY), expressions = host:port
-    strings, properties = list of Property.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True, "properties": False}
-
-
-class LabeledInsertTarget(exp.Expression):
-    """The target of `INSERT INTO t [PARTITION (…)] WITH LABEL l [(cols)]`.
-
-    this = Table or Schema (table with its column list), label = Identifier.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "label": True}
-
-
-class AdminCompact(exp.Expression):
-    """`ADMIN COMPACT TABLE t PARTITION p WHERE TYPE = 'BASE'|'CUMULATIVE'`.
-
-    this = Table, partitions = Identifiers (as written, checked by the executor), where = Where.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False, "where": False}
-
-
-class ShowTablets(exp.Expression):
-    """`SHOW TABLETS FROM [db.]t [PARTITION (p, …)]`: this = Table, partitions = Identifiers."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False}
-
-
-class CreateJob(exp.Expression):
-    """`CREATE JOB name [PROPERTIES (…)] ON STREAMING [COMMENT '…'] DO <INSERT …>`.
-
-    this = Identifier, properties = list of Property, comment = Literal, expression = Insert;
-    meta["do_sql"] is the statement after DO as written (kept as the job's ExecuteSql).
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "properties": False,
-        "comment": False,
-        "expression": True,
-    }
-
-
-class JobControl(exp.Expression):
-    """`PAUSE | RESUME | DROP JOB [IF EXISTS] WHERE jobname = '…'`: this = the action."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "where": False, "exists": False}
-
-
-class AlterJob(exp.Expression):
-    """`ALTER JOB name PROPERTIES (…)`: this = Identifier, properties = list of Property."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": True}
-
-
-class KeyColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
-    """`c INT KEY` in ALTER TABLE … ADD COLUMN: the column joins the table's keys (Doris)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {}
-
-
-class AlterTableClauses(exp.Expression):
-    """`ALTER TABLE t <clause>[, <clause>…]` for the schema-change clauses sqlglot does not read
-    (or reads differently): this = Table, expressions = the clause nodes below."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class AddColumnsClause(exp.Expression):
-    """`ADD COLUMN def [FIRST | AFTER c]` or `ADD COLUMN (def, …) [FIRST | AFTER c]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"expressions": True, "first": False, "after": False}
-
-
-class DropColumnClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class ModifyColumnClause(exp.Expression):
-    """`MODIFY COLUMN def [FIRST | AFTER c]`; a def without a type changes the comment only."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "first": False, "after": False}
-
-
-class RenameColumnClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expression": True}
-
-
-class ModifyCommentClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class IndexDef(exp.Expression):
-    """`INDEX [IF NOT EXISTS] name (c, …) [USING INVERTED | BITMAP | NGRAM_BF] [PROPERTIES (…)]
-    [COMMENT '…']` of CREATE TABLE, ALTER TABLE … ADD INDEX and CREATE INDEX … ON t: this =
-    Identifier, expressions = column Identifiers, kind = USING's word, properties = Property list."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "expressions": True,
-        "kind": False,
-        "properties": False,
-        "comment": False,
-        "exists": False,
-    }
-
-
-class AddIndexClause(exp.Expression):
-    """`ADD INDEX …` (also what `CREATE INDEX name ON t …` means): this = IndexDef."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class DropIndexClause(exp.Expression):
-    """`DROP INDEX [IF EXISTS] name` (also `DROP INDEX name ON t`)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "exists": False}
-
-
-class ReplaceWithTableClause(exp.Expression):
-    """`REPLACE WITH TABLE b [PROPERTIES ('swap' = 'true' | 'false')]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": False}
-
-
-class CreateMaterializedView(exp.Expression):
-    """`CREATE MATERIALIZED VIEW [IF NOT EXISTS] mv [(cols)] [BUILD …] [REFRESH …] [[DUPLICATE] KEY(…)]
-    [COMMENT '…'] [DISTRIBUTED BY …] [PROPERTIES (…)] AS <query>` (Doris' async MV).
-
-    this = Table, columns = ColumnDefs (names, optional comments), build/method/trigger/unit =
-    upper-case strings, interval = int, starts = str, properties = Property nodes (keys, comment,
-    distribution, PROPERTIES pairs), expression = the query; meta["query_sql"] its text."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "columns": False,
-        "exists": False,
-        "build": False,
-        "method": False,
-        "trigger": False,
-        "interval": False,
-        "unit": False,
-        "starts": False,
-        "properties": False,
-        "expression": True,
-    }
-
-
-class RefreshMaterializedView(exp.Expression):
-    """`REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "method": False}
-
-
-class OrderedShow(exp.Show):
-    """A Doris SHOW with ORDER BY (SHOW [STREAM] LOAD, PARTITIONS, DATA): Show's args and `order`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {**exp.Show.arg_types, "order": False}
-
-
 # Doris' EXPLAIN levels (EXPLAIN VERBOSE SELECT …, EXPLAIN SHAPE PLAN SELECT …).
 EXPLAIN_LEVELS = frozenset(
     ("VERBOSE", "GRAPH", "PLAN", "PARSED", "ANALYZED", "REWRITTEN", "LOGICAL", "OPTIMIZED", "PHYSICAL",
@@ -249,29 +56,6 @@ def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.E
         return node(this=args[0], expression=args[1] if len(args) > 1 else None, unit=exp.var(unit))
 
     return build
-
-
-# --- users and privileges (CREATE/ALTER/DROP USER, roles, GRANT/REVOKE, SET PASSWORD, SHOW GRANTS) ---
-class UserIdentity(exp.Expression):
-    """`'name'@'host'`, `name@'host'` or `'name'` (host `%`): this = name, host = pattern."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "host": False}
-
-
-class AccountStatement(exp.Expression):
-    """One user/role statement; `this` says which (CREATE USER, ALTER USER, DROP USER,
-    SET PASSWORD, CREATE ROLE, ALTER ROLE, DROP ROLE, GRANT, REVOKE, SHOW GRANTS, SHOW ROLES).
-
-    user = UserIdentity; role = the role name (TO/FROM ROLE, DEFAULT ROLE, CREATE/DROP ROLE);
-    exists = IF [NOT] EXISTS; password = the clear password (IDENTIFIED BY 'pw', PASSWORD('pw'))
-    or hashed = the stored form as written (IDENTIFIED BY PASSWORD '*…', = '*…'); comment;
-    privileges = names as written; on = RESOURCE | WORKLOAD GROUP | TABLE, target = the pattern's
-    parts (TABLE) or the name; roles = GRANT 'r', … TO (role grants); all = SHOW ALL GRANTS."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True, "user": False, "role": False, "exists": False, "password": False, "hashed": False,
-        "comment": False, "privileges": False, "on": False, "target": False, "roles": False, "all": False,
-    }  # fmt: skip
 
 
 def _quote(text: str) -> str:
@@ -413,7 +197,7 @@ class Galene(Doris):
                     self._advance(3)
                     table = self._parse_table_parts()
                     method = self._curr.text.upper() if self._match_texts(("COMPLETE", "AUTO")) else None
-                    return self.expression(RefreshMaterializedView(this=table, method=method))
+                    return self.expression(nodes.RefreshMaterializedView(this=table, method=method))
             return super()._parse_statement()
 
         def _parse_create_mtmv(self) -> exp.Expr:
@@ -470,7 +254,7 @@ class Galene(Doris):
                 self.raise_error("Expected AS <query> in CREATE MATERIALIZED VIEW")
             args["properties"] = props
             args["expression"] = query
-            node = self.expression(CreateMaterializedView(**args))
+            node = self.expression(nodes.CreateMaterializedView(**args))
             node.meta["query_sql"] = self.sql[start.start : self._prev.end + 1]
             return node
 
@@ -502,7 +286,7 @@ class Galene(Doris):
             properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
             comment = self._parse_string() if self._match(TokenType.COMMENT) else None
             return self.expression(
-                IndexDef(
+                nodes.IndexDef(
                     this=name,
                     expressions=columns,
                     kind=kind,
@@ -533,10 +317,10 @@ class Galene(Doris):
             parts = [None] * (3 - len(parts)) + parts
             table = exp.Table(this=parts[2], db=parts[1], catalog=parts[0])
             if verb == "CREATE":
-                clause: exp.Expr = AddIndexClause(this=self._parse_index_def(name, exists))
+                clause: exp.Expr = nodes.AddIndexClause(this=self._parse_index_def(name, exists))
             else:
-                clause = DropIndexClause(this=name, exists=exists)
-            return self.expression(AlterTableClauses(this=table, expressions=[self.expression(clause)]))
+                clause = nodes.DropIndexClause(this=name, exists=exists)
+            return self.expression(nodes.AlterTableClauses(this=table, expressions=[self.expression(clause)]))
 
         def _parse_constraint(self) -> exp.Expr | None:
             # `INDEX name (c) USING …` among CREATE TABLE's columns (Doris' indexDef).
@@ -559,7 +343,7 @@ class Galene(Doris):
                 clauses.append(clause)
                 if not self._match(TokenType.COMMA):
                     break
-            return self.expression(AlterTableClauses(this=table, expressions=clauses))
+            return self.expression(nodes.AlterTableClauses(this=table, expressions=clauses))
 
         def _parse_position(self) -> dict[str, t.Any]:
             if self._match_text_seq("FIRST"):
@@ -584,38 +368,40 @@ class Galene(Doris):
                 self._advance(2)
                 if self._match(TokenType.L_PAREN, advance=False):
                     defs = self._parse_wrapped_csv(self._parse_field_def)
-                    return self.expression(AddColumnsClause(expressions=defs, **self._parse_position()))
+                    return self.expression(nodes.AddColumnsClause(expressions=defs, **self._parse_position()))
                 cdef = self._parse_field_def()
-                return self.expression(AddColumnsClause(expressions=[cdef], **self._column_position(cdef)))
+                return self.expression(
+                    nodes.AddColumnsClause(expressions=[cdef], **self._column_position(cdef))
+                )
             if words[:2] == ["DROP", "COLUMN"]:
                 self._advance(2)
-                return self.expression(DropColumnClause(this=self._parse_id_var()))
+                return self.expression(nodes.DropColumnClause(this=self._parse_id_var()))
             if words[:2] == ["MODIFY", "COLUMN"]:
                 self._advance(2)
                 cdef = self._parse_field_def()
-                return self.expression(ModifyColumnClause(this=cdef, **self._column_position(cdef)))
+                return self.expression(nodes.ModifyColumnClause(this=cdef, **self._column_position(cdef)))
             if words[:2] == ["RENAME", "COLUMN"]:
                 self._advance(2)
                 old = self._parse_id_var()
                 self._match_text_seq("TO")
-                return self.expression(RenameColumnClause(this=old, expression=self._parse_id_var()))
+                return self.expression(nodes.RenameColumnClause(this=old, expression=self._parse_id_var()))
             if words[:2] == ["ADD", "INDEX"]:
                 self._advance(2)
-                return self.expression(AddIndexClause(this=self._parse_index_def()))
+                return self.expression(nodes.AddIndexClause(this=self._parse_index_def()))
             if words[:2] == ["DROP", "INDEX"]:
                 self._advance(2)
                 exists = bool(self._match_text_seq("IF", "EXISTS"))
                 return self.expression(
-                    DropIndexClause(this=self._parse_id_var(any_token=False), exists=exists)
+                    nodes.DropIndexClause(this=self._parse_id_var(any_token=False), exists=exists)
                 )
             if words[:2] == ["MODIFY", "COMMENT"]:
                 self._advance(2)
-                return self.expression(ModifyCommentClause(this=self._parse_string()))
+                return self.expression(nodes.ModifyCommentClause(this=self._parse_string()))
             if words == ["REPLACE", "WITH", "TABLE"]:
                 self._advance(3)
                 other = self._parse_table_parts()
                 props = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
-                return self.expression(ReplaceWithTableClause(this=other, properties=props))
+                return self.expression(nodes.ReplaceWithTableClause(this=other, properties=props))
             return None
 
         def _parse_job_properties(self) -> list[exp.Expr]:
@@ -639,7 +425,7 @@ class Galene(Doris):
             if not isinstance(body, exp.Insert) or start is None:
                 self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
             node = self.expression(
-                CreateJob(this=name, properties=properties, comment=comment, expression=body)
+                nodes.CreateJob(this=name, properties=properties, comment=comment, expression=body)
             )
             node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
             return node
@@ -648,14 +434,14 @@ class Galene(Doris):
             name = self._parse_id_var()
             if name is None or not self._match_text_seq("PROPERTIES"):
                 self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
-            return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
+            return self.expression(nodes.AlterJob(this=name, properties=self._parse_job_properties()))
 
         def _parse_job_control(self, action: str) -> exp.Expr:
             exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
             where = self._parse_where()
             if where is None:
                 self.raise_error(f"Expected WHERE jobname = '…' after {action} JOB")
-            return self.expression(JobControl(this=action, where=where, exists=exists))
+            return self.expression(nodes.JobControl(this=action, where=where, exists=exists))
 
         # --- users and privileges ---------------------------------------------------------
         def _parse_account_statement(self) -> exp.Expr | None:
@@ -677,10 +463,10 @@ class Galene(Doris):
                 all_ = words[1] == "ALL"
                 self._advance(3 if all_ else 2)
                 user = self._parse_user_identity() if self._match_text_seq("FOR") else None
-                return self.expression(AccountStatement(this="SHOW GRANTS", user=user, all=all_))
+                return self.expression(nodes.AccountStatement(this="SHOW GRANTS", user=user, all=all_))
             if words[:2] == ["SHOW", "ROLES"]:
                 self._advance(2)
-                return self.expression(AccountStatement(this="SHOW ROLES"))
+                return self.expression(nodes.AccountStatement(this="SHOW ROLES"))
             return None
 
         def _parse_account_name(self, what: str) -> str:
@@ -705,7 +491,7 @@ class Galene(Doris):
                     if host_id is None:
                         self.raise_error("Expected a host after '@'")
                     host = host_id.name
-            return self.expression(UserIdentity(this=name, host=host))
+            return self.expression(nodes.UserIdentity(this=name, host=host))
 
         def _parse_password_spec(self, args: dict) -> None:
             """`IDENTIFIED BY [PASSWORD] 'text'` (PASSWORD: the text is the stored hash)."""
@@ -741,7 +527,7 @@ class Galene(Doris):
                     self.raise_error(f"Galene does not support password policies ({self._prev.text})")
                 else:
                     break
-            return self.expression(AccountStatement(**args))
+            return self.expression(nodes.AccountStatement(**args))
 
         def _parse_set_password(self) -> exp.Expr:
             user = self._parse_user_identity() if self._match_text_seq("FOR") else None
@@ -758,7 +544,7 @@ class Galene(Doris):
                 args["hashed"] = self._prev.text
             else:
                 self.raise_error("Expected PASSWORD('password') or the quoted password hash")
-            return self.expression(AccountStatement(**args))
+            return self.expression(nodes.AccountStatement(**args))
 
         def _parse_privilege_level(self) -> list[str]:
             parts: list[str] = []
@@ -806,7 +592,7 @@ class Galene(Doris):
                 args["role"] = self._parse_account_name("role")
             else:
                 args["user"] = self._parse_user_identity()
-            return self.expression(AccountStatement(**args))
+            return self.expression(nodes.AccountStatement(**args))
 
         def _parse_partition_names(self) -> list[exp.Expr]:
             """`PARTITION p`, `PARTITION (p, …)` or `PARTITIONS (p, …)`; [] when absent."""
@@ -825,7 +611,7 @@ class Galene(Doris):
             table = self._parse_table_parts()
             partitions = self._parse_partition_names()
             where = self._parse_where()
-            return self.expression(AdminCompact(this=table, partitions=partitions, where=where))
+            return self.expression(nodes.AdminCompact(this=table, partitions=partitions, where=where))
 
         def _parse_partition(self) -> exp.Partition | None:
             # Doris also writes `t PARTITION p` and `t PARTITIONS (p, …)` (DELETE, SELECT).
@@ -848,7 +634,7 @@ class Galene(Doris):
             where = self._parse_where()
             order = self._parse_order()
             limit = self._parse_limit()
-            return self.expression(OrderedShow(this=kind, db=db, where=where, order=order, limit=limit))
+            return self.expression(nodes.OrderedShow(this=kind, db=db, where=where, order=order, limit=limit))
 
         def _parse_show_partitions(self) -> exp.Expr:
             # SHOW [TEMPORARY] PARTITIONS FROM [db.]t [WHERE …] [ORDER BY …] [LIMIT n]
@@ -859,7 +645,7 @@ class Galene(Doris):
             order = self._parse_order()
             limit = self._parse_limit()
             return self.expression(
-                OrderedShow(
+                nodes.OrderedShow(
                     this="PARTITIONS",
                     target=table.this,
                     db=table.args.get("db"),
@@ -875,7 +661,7 @@ class Galene(Doris):
             order = self._parse_order()
             target = table.this if table is not None else None
             db = table.args.get("db") if table is not None else None
-            return self.expression(OrderedShow(this="DATA", target=target, db=db, order=order))
+            return self.expression(nodes.OrderedShow(this="DATA", target=target, db=db, order=order))
 
         def _parse_show_transaction(self) -> exp.Expr:
             # SHOW TRANSACTION [FROM db] WHERE id = N | label = '…'
@@ -887,7 +673,7 @@ class Galene(Doris):
                 self.raise_error("Expected FROM after SHOW TABLETS")
             table = self._parse_table_parts()
             partitions = self._parse_partition_names()
-            return self.expression(ShowTablets(this=table, partitions=partitions))
+            return self.expression(nodes.ShowTablets(this=table, partitions=partitions))
 
         def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
             return self._parse_csv(self._parse_projection_with_text), None
@@ -933,7 +719,7 @@ class Galene(Doris):
                 and not (self._next and self._next.token_type == TokenType.L_PAREN)
             ):
                 self._advance()
-                return self.expression(exp.ColumnConstraint(kind=KeyColumnConstraint()))
+                return self.expression(exp.ColumnConstraint(kind=nodes.KeyColumnConstraint()))
             if (
                 curr is not None
                 and curr.token_type != TokenType.STRING
@@ -941,7 +727,7 @@ class Galene(Doris):
                 and not (self._next and self._next.token_type == TokenType.L_PAREN)
             ):
                 self._advance()
-                kind = AggregationColumnConstraint(this=exp.var(curr.text.upper()))
+                kind = nodes.AggregationColumnConstraint(this=exp.var(curr.text.upper()))
                 return self.expression(exp.ColumnConstraint(kind=kind))
             return super()._parse_column_constraint()
 
@@ -1009,14 +795,14 @@ class Galene(Doris):
                     values = [exp.var("MAXVALUE")]
                 else:
                     values = self._parse_wrapped_csv(self._parse_partition_bound)
-                return self.expression(RangePartitionLessThan(this=name, expressions=values))
+                return self.expression(nodes.RangePartitionLessThan(this=name, expressions=values))
             if self._match_text_seq("VALUES") and self._match(TokenType.L_BRACKET):
                 lower = self._parse_wrapped_csv(self._parse_partition_bound)
                 self._match(TokenType.COMMA)
                 upper = self._parse_wrapped_csv(self._parse_partition_bound)
                 if not self._match(TokenType.R_PAREN):
                     self.raise_error("Expected ')' closing a VALUES [lower, upper) range")
-                return self.expression(RangePartitionFixed(this=name, lower=lower, upper=upper))
+                return self.expression(nodes.RangePartitionFixed(this=name, lower=lower, upper=upper))
             self.raise_error("Expected VALUES LESS THAN (...) or VALUES [(...), (...))")
             return None
 
@@ -1027,7 +813,7 @@ class Galene(Doris):
             if name is None or not self._match_text_seq("VALUES", "IN"):
                 self.raise_error("Expected PARTITION <name> VALUES IN (...)")
             values = self._parse_wrapped_csv(self._parse_bitwise)
-            return self.expression(ListPartition(this=name, expressions=values))
+            return self.expression(nodes.ListPartition(this=name, expressions=values))
 
         def _parse_describe(self) -> exp.Describe:
             # EXPLAIN [VERBOSE | GRAPH | … PLAN] <query>: the level words before the query.
@@ -1042,7 +828,7 @@ class Galene(Doris):
             if levels:
                 node.set("style", " ".join(levels))
             if self._match(TokenType.ALL):
-                return self.expression(DescribeAll(**node.args))
+                return self.expression(nodes.DescribeAll(**node.args))
             return node
 
         def _parse_alter(self) -> exp.Expr:
@@ -1067,7 +853,7 @@ class Galene(Doris):
             properties: list[exp.Expr] = []
             if self._match_text_seq("PROPERTIES") or self._match(TokenType.SET):
                 properties = self._parse_backend_properties()
-            return self.expression(AlterSystem(this=action, expressions=hosts, properties=properties))
+            return self.expression(nodes.AlterSystem(this=action, expressions=hosts, properties=properties))
 
         def _parse_backend_properties(self) -> list[exp.Expr]:
             props: list[exp.Expr] = []
@@ -1082,7 +868,7 @@ class Galene(Doris):
                 if label is None:
                     self.raise_error("Expected a label after WITH LABEL")
                 target = self._parse_schema(this=target)
-                return self.expression(LabeledInsertTarget(this=target, label=label))
+                return self.expression(nodes.LabeledInsertTarget(this=target, label=label))
             return target
 
     class Generator(Doris.Generator):
@@ -1100,46 +886,48 @@ class Galene(Doris):
 
         TRANSFORMS: t.ClassVar[dict] = {
             **Doris.Generator.TRANSFORMS,
-            UserIdentity: lambda self, e: self._user_identity_sql(e),
-            AccountStatement: lambda self, e: self._account_statement_sql(e),
-            AggregationColumnConstraint: lambda self, e: self.sql(e, "this"),
-            RangePartitionLessThan: lambda self, e: self._range_less_than_sql(e),
-            RangePartitionFixed: lambda self, e: (
+            nodes.UserIdentity: lambda self, e: self._user_identity_sql(e),
+            nodes.AccountStatement: lambda self, e: self._account_statement_sql(e),
+            nodes.AggregationColumnConstraint: lambda self, e: self.sql(e, "this"),
+            nodes.RangePartitionLessThan: lambda self, e: self._range_less_than_sql(e),
+            nodes.RangePartitionFixed: lambda self, e: (
                 f"PARTITION {self.sql(e, 'this')} VALUES "
                 f"[({self.expressions(e, key='lower', flat=True)}), "
                 f"({self.expressions(e, key='upper', flat=True)}))"
             ),
-            ListPartition: lambda self, e: (
+            nodes.ListPartition: lambda self, e: (
                 f"PARTITION {self.sql(e, 'this')} VALUES IN ({self.expressions(e, flat=True)})"
             ),
-            DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
-            OrderedShow: lambda self, e: self.show_sql(e),
-            AlterSystem: lambda self, e: self._alter_system_sql(e),
-            LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
-            AdminCompact: lambda self, e: (
+            nodes.DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
+            nodes.OrderedShow: lambda self, e: self.show_sql(e),
+            nodes.AlterSystem: lambda self, e: self._alter_system_sql(e),
+            nodes.LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
+            nodes.AdminCompact: lambda self, e: (
                 f"ADMIN COMPACT TABLE {self.sql(e, 'this')}{self._partition_names_sql(e)}{self.sql(e, 'where')}"
             ),
-            ShowTablets: lambda self, e: (
+            nodes.ShowTablets: lambda self, e: (
                 f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}"
             ),
-            CreateJob: lambda self, e: self._create_job_sql(e),
-            AlterJob: lambda self, e: (
+            nodes.CreateJob: lambda self, e: self._create_job_sql(e),
+            nodes.AlterJob: lambda self, e: (
                 f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
             ),
-            KeyColumnConstraint: lambda self, e: "KEY",
-            AlterTableClauses: lambda self, e: (
+            nodes.KeyColumnConstraint: lambda self, e: "KEY",
+            nodes.AlterTableClauses: lambda self, e: (
                 f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}"
             ),
-            AddColumnsClause: lambda self, e: (
+            nodes.AddColumnsClause: lambda self, e: (
                 f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
             ),
-            DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
-            ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
-            RenameColumnClause: lambda self, e: (
+            nodes.DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
+            nodes.ModifyColumnClause: lambda self, e: (
+                f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}"
+            ),
+            nodes.RenameColumnClause: lambda self, e: (
                 f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}"
             ),
-            ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
-            IndexDef: lambda self, e: (
+            nodes.ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
+            nodes.IndexDef: lambda self, e: (
                 f"INDEX {'IF NOT EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
                 f" ({self.expressions(e, flat=True)})"
                 + (f" USING {e.args['kind']}" if e.args.get("kind") else "")
@@ -1150,11 +938,11 @@ class Galene(Doris):
                 )
                 + (f" COMMENT {self.sql(e, 'comment')}" if e.args.get("comment") is not None else "")
             ),
-            AddIndexClause: lambda self, e: f"ADD {self.sql(e, 'this')}",
-            DropIndexClause: lambda self, e: (
+            nodes.AddIndexClause: lambda self, e: f"ADD {self.sql(e, 'this')}",
+            nodes.DropIndexClause: lambda self, e: (
                 f"DROP INDEX {'IF EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
             ),
-            ReplaceWithTableClause: lambda self, e: (
+            nodes.ReplaceWithTableClause: lambda self, e: (
                 f"REPLACE WITH TABLE {self.sql(e, 'this')}"
                 + (
                     f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
@@ -1162,11 +950,11 @@ class Galene(Doris):
                     else ""
                 )
             ),
-            CreateMaterializedView: lambda self, e: (
+            nodes.CreateMaterializedView: lambda self, e: (
                 f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
             ),
-            RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
-            JobControl: lambda self, e: (
+            nodes.RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
+            nodes.JobControl: lambda self, e: (
                 f"{e.name} JOB{' IF EXISTS' if e.args.get('exists') else ''}{self.sql(e, 'where')}"
             ),
         }
@@ -1176,7 +964,7 @@ class Galene(Doris):
                 return " FIRST"
             return f" AFTER {self.sql(e, 'after')}" if e.args.get("after") is not None else ""
 
-        def _create_job_sql(self, e: CreateJob) -> str:
+        def _create_job_sql(self, e: nodes.CreateJob) -> str:
             props = _property_pairs(e)
             sql = f"CREATE JOB {self.sql(e, 'this')}"
             if props:
@@ -1190,7 +978,7 @@ class Galene(Doris):
             names = e.args.get("partitions") or []
             return f" PARTITION ({', '.join(self.sql(n) for n in names)})" if names else ""
 
-        def _range_less_than_sql(self, e: RangePartitionLessThan) -> str:
+        def _range_less_than_sql(self, e: nodes.RangePartitionLessThan) -> str:
             values = e.expressions
             if len(values) == 1 and isinstance(values[0], exp.Var) and values[0].name == "MAXVALUE":
                 bound = "MAXVALUE"
@@ -1198,7 +986,7 @@ class Galene(Doris):
                 bound = f"({self.expressions(e, flat=True)})"
             return f"PARTITION {self.sql(e, 'this')} VALUES LESS THAN {bound}"
 
-        def _alter_system_sql(self, e: AlterSystem) -> str:
+        def _alter_system_sql(self, e: nodes.AlterSystem) -> str:
             hosts = self.expressions(e, flat=True)
             sql = f"ALTER SYSTEM {e.name} BACKEND {hosts}"
             props = _property_pairs(e)
@@ -1207,7 +995,7 @@ class Galene(Doris):
                 sql += f" {keyword} ({', '.join(self.sql(p) for p in props)})"
             return sql
 
-        def _labeled_target_sql(self, e: LabeledInsertTarget) -> str:
+        def _labeled_target_sql(self, e: nodes.LabeledInsertTarget) -> str:
             target = e.this
             if isinstance(target, exp.Schema):
                 columns = f" ({self.expressions(target, flat=True)})"
@@ -1216,11 +1004,11 @@ class Galene(Doris):
                 columns, table = "", self.sql(target)
             return f"{table} WITH LABEL {self.sql(e, 'label')}{columns}"
 
-        def _user_identity_sql(self, e: UserIdentity) -> str:
+        def _user_identity_sql(self, e: nodes.UserIdentity) -> str:
             host = e.args.get("host")
             return _quote(e.name) + (f"@{_quote(host)}" if host is not None else "")
 
-        def _account_statement_sql(self, e: AccountStatement) -> str:
+        def _account_statement_sql(self, e: nodes.AccountStatement) -> str:
             """Doris SQL of a user/role statement (a clear password prints as '***')."""
             what, a = e.name, e.args
             parts = [what]

@@ -18,23 +18,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from galene.common.errors import ER_UNKNOWN_ERROR, GaleneError
-from galene.sql.dialect import AccountStatement as AccountStatementNode
-from galene.sql.dialect import AddColumnsClause as AddColumnsNode
-from galene.sql.dialect import AddIndexClause as AddIndexNode
-from galene.sql.dialect import AdminCompact as AdminCompactNode
-from galene.sql.dialect import AlterJob as AlterJobNode
-from galene.sql.dialect import AlterSystem, AlterTableClauses, DescribeAll, Galene, LabeledInsertTarget
-from galene.sql.dialect import CreateJob as CreateJobNode
-from galene.sql.dialect import CreateMaterializedView as CreateMaterializedViewNode
-from galene.sql.dialect import DropColumnClause as DropColumnNode
-from galene.sql.dialect import DropIndexClause as DropIndexNode
-from galene.sql.dialect import JobControl as JobControlNode
-from galene.sql.dialect import ModifyColumnClause as ModifyColumnNode
-from galene.sql.dialect import ModifyCommentClause as ModifyCommentNode
-from galene.sql.dialect import RefreshMaterializedView as RefreshMaterializedViewNode
-from galene.sql.dialect import RenameColumnClause as RenameColumnNode
-from galene.sql.dialect import ReplaceWithTableClause as ReplaceWithTableNode
-from galene.sql.dialect import ShowTablets as ShowTabletsNode
+from galene.sql import nodes
+from galene.sql.dialect import Galene
 
 
 # --- statements -------------------------------------------------------------------------
@@ -849,7 +834,7 @@ def _classify_alter(node: exp.Alter, sql: str) -> Statement:
     return Other(sql=sql)
 
 
-def _classify_alter_system(node: AlterSystem, sql: str) -> Statement:
+def _classify_alter_system(node: nodes.AlterSystem, sql: str) -> Statement:
     hosts = [h.name for h in node.expressions]
     props = property_dict(node.args.get("properties"))
     action = node.name.upper()
@@ -865,7 +850,7 @@ def _classify_alter_system(node: AlterSystem, sql: str) -> Statement:
 def _classify_insert(node: exp.Insert, sql: str) -> Statement:
     target = node.this
     label = None
-    if isinstance(target, LabeledInsertTarget):
+    if isinstance(target, nodes.LabeledInsertTarget):
         label = target.args["label"].name
         target = target.this
     columns = None
@@ -956,7 +941,7 @@ def _classify_truncate(node: exp.TruncateTable, sql: str) -> Statement:
     return Truncate(db=db, table=table, partitions=partitions, sql=sql)
 
 
-def _classify_admin_compact(node: AdminCompactNode, sql: str) -> Statement:
+def _classify_admin_compact(node: nodes.AdminCompact, sql: str) -> Statement:
     db, table = _table_parts(node.this)
     where = node.args.get("where")
     cond = where.this if isinstance(where, exp.Where) else None
@@ -978,7 +963,7 @@ def _classify_admin_compact(node: AdminCompactNode, sql: str) -> Statement:
     )
 
 
-def _classify_create_job(node: CreateJobNode, sql: str) -> Statement:
+def _classify_create_job(node: nodes.CreateJob, sql: str) -> Statement:
     insert = _classify_insert(node.expression, node.meta.get("do_sql") or "")
     if not isinstance(insert, Insert) or insert.query is None or insert.overwrite:
         raise GaleneError("A streaming job's DO must be an INSERT INTO … SELECT … FROM S3(…) statement")
@@ -993,7 +978,7 @@ def _classify_create_job(node: CreateJobNode, sql: str) -> Statement:
     )
 
 
-def _classify_job_control(node: JobControlNode, sql: str) -> Statement:
+def _classify_job_control(node: nodes.JobControl, sql: str) -> Statement:
     where = node.args.get("where")
     cond = where.this if isinstance(where, exp.Where) else None
     # Doris accepts exactly `jobname = '<name>'` here.
@@ -1022,9 +1007,9 @@ def query_text_after_as(sql: str) -> str:
     raise GaleneError("Expected AS <query>")
 
 
-def _named_columns(nodes) -> list[tuple[str, str]]:
+def _named_columns(definitions) -> list[tuple[str, str]]:
     out = []
-    for node in nodes or []:
+    for node in definitions or []:
         comment = ""
         if isinstance(node, exp.ColumnDef):
             for c in node.args.get("constraints") or []:
@@ -1078,10 +1063,10 @@ def _position(node: exp.Expr) -> tuple[str, str | None] | None:
     return ("AFTER", after.name) if after is not None else None
 
 
-def _classify_alter_table_clauses(node: AlterTableClauses, sql: str) -> Statement:
+def _classify_alter_table_clauses(node: nodes.AlterTableClauses, sql: str) -> Statement:
     db, table = _table_parts(node.this)
     clauses = node.expressions
-    replace = [c for c in clauses if isinstance(c, ReplaceWithTableNode)]
+    replace = [c for c in clauses if isinstance(c, nodes.ReplaceWithTableClause)]
     if replace:
         if len(clauses) != 1:
             raise GaleneError("REPLACE WITH TABLE cannot be combined with other ALTER TABLE clauses")
@@ -1091,24 +1076,24 @@ def _classify_alter_table_clauses(node: AlterTableClauses, sql: str) -> Statemen
         return ReplaceTable(db=db, table=table, other=other, swap=swap, sql=sql)
     actions: list = []
     for c in clauses:
-        if isinstance(c, AddColumnsNode):
+        if isinstance(c, nodes.AddColumnsClause):
             actions.append(AddColumns(columns=list(c.expressions), position=_position(c)))
-        elif isinstance(c, DropColumnNode):
+        elif isinstance(c, nodes.DropColumnClause):
             actions.append(DropColumn(name=c.this.name))
-        elif isinstance(c, ModifyColumnNode):
+        elif isinstance(c, nodes.ModifyColumnClause):
             actions.append(ModifyColumn(column=c.this, position=_position(c)))
-        elif isinstance(c, RenameColumnNode):
+        elif isinstance(c, nodes.RenameColumnClause):
             actions.append(RenameColumn(old=c.this.name, new=c.expression.name))
-        elif isinstance(c, ModifyCommentNode):
+        elif isinstance(c, nodes.ModifyCommentClause):
             actions.append(ModifyTableComment(comment=c.this.name if c.this is not None else ""))
-        elif isinstance(c, AddIndexNode):
+        elif isinstance(c, nodes.AddIndexClause):
             actions.append(AddIndex(index=c.this, if_not_exists=bool(c.this.args.get("exists"))))
-        elif isinstance(c, DropIndexNode):
+        elif isinstance(c, nodes.DropIndexClause):
             actions.append(DropIndex(name=c.this.name, if_exists=bool(c.args.get("exists"))))
     return AlterTableColumns(db=db, table=table, actions=actions, sql=sql)
 
 
-def _classify_create_mtmv(node: CreateMaterializedViewNode, sql: str) -> Statement:
+def _classify_create_mtmv(node: nodes.CreateMaterializedView, sql: str) -> Statement:
     db, name = _table_parts(node.this)
     return CreateMaterializedView(
         db=db,
@@ -1139,7 +1124,7 @@ def _classify_rename_command(node: exp.Command, sql: str) -> Statement:
     return Other(sql=sql)
 
 
-def _classify_account(node: AccountStatementNode, sql: str) -> Statement:
+def _classify_account(node: nodes.AccountStatement, sql: str) -> Statement:
     a = node.args
     what = node.name
     ident = a.get("user")
@@ -1181,39 +1166,39 @@ def _classify_account(node: AccountStatementNode, sql: str) -> Statement:
 
 def classify(node: exp.Expr, sql: str) -> Statement:
     """Map a parsed Galene-dialect tree to its statement class."""
-    if isinstance(node, AccountStatementNode):
+    if isinstance(node, nodes.AccountStatement):
         return _classify_account(node, sql)
-    if isinstance(node, CreateJobNode):
+    if isinstance(node, nodes.CreateJob):
         return _classify_create_job(node, sql)
-    if isinstance(node, AlterTableClauses):
+    if isinstance(node, nodes.AlterTableClauses):
         return _classify_alter_table_clauses(node, sql)
-    if isinstance(node, CreateMaterializedViewNode):
+    if isinstance(node, nodes.CreateMaterializedView):
         return _classify_create_mtmv(node, sql)
-    if isinstance(node, RefreshMaterializedViewNode):
+    if isinstance(node, nodes.RefreshMaterializedView):
         db, name = _table_parts(node.this)
         return RefreshMaterializedView(db=db, name=name, method=node.args.get("method"), sql=sql)
     if isinstance(node, exp.Command) and (node.name or "").upper() == "RENAME":
         return _classify_rename_command(node, sql)
-    if isinstance(node, JobControlNode):
+    if isinstance(node, nodes.JobControl):
         return _classify_job_control(node, sql)
-    if isinstance(node, AlterJobNode):
+    if isinstance(node, nodes.AlterJob):
         return AlterJob(name=node.this.name, properties=property_dict(node.args.get("properties")), sql=sql)
     if isinstance(node, exp.Query):
         return Query(expr=node, sql=sql)
     if isinstance(node, exp.Show):
         return _classify_show(node, sql)
-    if isinstance(node, ShowTabletsNode):
+    if isinstance(node, nodes.ShowTablets):
         db, table = _table_parts(node.this)
         partitions = [p.name for p in node.args.get("partitions") or []] or None
         return ShowTablets(db=db, table=table, partitions=partitions, sql=sql)
-    if isinstance(node, AdminCompactNode):
+    if isinstance(node, nodes.AdminCompact):
         return _classify_admin_compact(node, sql)
     if isinstance(node, exp.Describe) and isinstance(node.this, exp.Query):
         return Explain(query=node.this, level=(node.text("style") or "").upper(), sql=sql)
     if isinstance(node, exp.Describe):
         if isinstance(node.this, exp.Table) and node.this.name:
             db, table = _table_parts(node.this)
-            return Describe(db=db, table=table, all=isinstance(node, DescribeAll), sql=sql)
+            return Describe(db=db, table=table, all=isinstance(node, nodes.DescribeAll), sql=sql)
         return Other(sql=sql)
     if isinstance(node, exp.Create):
         return _classify_create(node, sql)
@@ -1233,7 +1218,7 @@ def classify(node: exp.Expr, sql: str) -> Statement:
         return _classify_delete(node, sql)
     if isinstance(node, exp.TruncateTable):
         return _classify_truncate(node, sql)
-    if isinstance(node, AlterSystem):
+    if isinstance(node, nodes.AlterSystem):
         return _classify_alter_system(node, sql)
     if isinstance(node, exp.Alter):
         return _classify_alter(node, sql)
