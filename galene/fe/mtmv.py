@@ -139,8 +139,8 @@ class MvScheduler:
         """CREATE MATERIALIZED VIEW: the table (columns from the query's result, as CTAS) with
         its MV record, in one CreateTable op; BUILD IMMEDIATE then refreshes it at once."""
         from galene.fe.pipelines import ctas_types
-        from galene.sql import statements as st
         from galene.sql.ddl import qualify_table_names, table_from_create
+        from galene.sql.statements.schema import CreateTable
 
         ex = self.fe.executor
         db_name = ex._db_name(s.db, ctx)
@@ -175,7 +175,7 @@ class MvScheduler:
             kind="TABLE",
             properties=exp.Properties(expressions=list(s.expr.args.get("properties") or [])),
         )
-        stmt = st.CreateTable(db=s.db, name=s.name, if_not_exists=s.if_not_exists, expr=create)
+        stmt = CreateTable(db=s.db, name=s.name, if_not_exists=s.if_not_exists, expr=create)
         mv = MaterializedView(
             query_sql=qualify_table_names(s.query_sql, ctx.database or db_name),
             build=s.build,

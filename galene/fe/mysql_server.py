@@ -913,7 +913,7 @@ class GaleneConnection(Connection):
         else, or when it is one statement, the text as is."""
         if Capabilities.CLIENT_MULTI_STATEMENTS not in self.capabilities or ";" not in sql.rstrip().rstrip(";"):
             return [sql]
-        from galene.sql.statements import split_statements
+        from galene.sql.statements.split import split_statements
 
         try:
             parts = split_statements(sql)

@@ -22,7 +22,8 @@ from galene.common.errors import AnalysisError
 from galene.common.types import ColumnType, TypeError_, make_type, parse_type
 from galene.sql import nodes
 from galene.sql.dialect import Galene
-from galene.sql.statements import CreateTable, property_dict
+from galene.sql.statements.reading import property_dict
+from galene.sql.statements.schema import CreateTable
 
 SUPPORTED_AGGREGATIONS = ("SUM", "MIN", "MAX", "REPLACE", "REPLACE_IF_NOT_NULL")
 DEFAULT_REPLICATION_ALLOCATION = "tag.location.default: 1"
@@ -909,7 +910,15 @@ def alter_table(table: Table, actions: list) -> dict | None:
     there is nothing to log (only ADD INDEX IF NOT EXISTS / DROP INDEX IF EXISTS that found their
     answer already, which Doris accepts silently)."""
     from galene.catalog.model import with_column_ids
-    from galene.sql import statements as st
+    from galene.sql.statements.schema import (
+        AddColumns,
+        AddIndex,
+        DropColumn,
+        DropIndex,
+        ModifyColumn,
+        ModifyTableComment,
+        RenameColumn,
+    )
 
     previous = with_column_ids(table.columns)
     cols = [msgspec.structs.replace(c) for c in previous]
@@ -927,7 +936,7 @@ def alter_table(table: Table, actions: list) -> dict | None:
     index_name = table.name
     seq_map = props.get("function_column.sequence_col")
     for action in actions:
-        if isinstance(action, st.AddColumns):
+        if isinstance(action, AddColumns):
             position = action.position
             for cdef in action.columns:
                 added = _add_column(table, cols, cdef, position, next_id)
@@ -935,7 +944,7 @@ def alter_table(table: Table, actions: list) -> dict | None:
                 if position is not None:  # the next column of `ADD COLUMN (a, b) AFTER x` follows a
                     position = ("AFTER", added.name)
             storage_changed = changed = True
-        elif isinstance(action, st.DropColumn):
+        elif isinstance(action, DropColumn):
             found = _visible_column(cols, action.name)
             if found is None:
                 raise AnalysisError(f"Column does not exists: {action.name}")
@@ -965,7 +974,7 @@ def alter_table(table: Table, actions: list) -> dict | None:
             indexes_changed |= len(kept) != len(indexes)
             indexes = kept
             storage_changed = changed = True
-        elif isinstance(action, st.ModifyColumn):
+        elif isinstance(action, ModifyColumn):
             name = action.column.name
             found = _visible_column(cols, name)
             if found is None:
@@ -1017,7 +1026,7 @@ def alter_table(table: Table, actions: list) -> dict | None:
             cols.insert(i if index is None else index, modified)
             storage_changed |= type_changed
             changed = True
-        elif isinstance(action, st.RenameColumn):
+        elif isinstance(action, RenameColumn):
             found = _visible_column(cols, action.old)
             if found is None:
                 raise AnalysisError(f"Column[{action.old}] does not exists")
@@ -1039,10 +1048,10 @@ def alter_table(table: Table, actions: list) -> dict | None:
             if seq_map and seq_map.lower() == col.name.lower():
                 props["function_column.sequence_col"] = seq_map = action.new
             storage_changed = changed = True
-        elif isinstance(action, st.ModifyTableComment):
+        elif isinstance(action, ModifyTableComment):
             comment = action.comment
             changed = True
-        elif isinstance(action, st.AddIndex):
+        elif isinstance(action, AddIndex):
             exists = any(x.name.lower() == action.index.name.lower() for x in indexes)
             if exists and action.if_not_exists:
                 skipped = True
@@ -1053,7 +1062,7 @@ def alter_table(table: Table, actions: list) -> dict | None:
             _check_index_unique(indexes, index)
             indexes.append(index)
             indexes_changed = changed = True
-        elif isinstance(action, st.DropIndex):
+        elif isinstance(action, DropIndex):
             kept = [x for x in indexes if x.name.lower() != action.name.lower()]
             if len(kept) == len(indexes):
                 if action.if_exists:

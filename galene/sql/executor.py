@@ -39,10 +39,13 @@ from galene.fe.result_stream import ResultStream, pump
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
 from galene.sql import show, source_types
-from galene.sql import statements as st
 from galene.sql.ddl import table_from_create
 from galene.sql.like import like_match
 from galene.sql.show import describe, show_columns, show_create_table
+from galene.sql.statements.account import Revoke, RevokeRole
+from galene.sql.statements.dml import Query
+from galene.sql.statements.parse import parse_statement
+from galene.sql.statements.session import Use
 from galene.sql.translate import to_spark_sql
 
 log = logging.getLogger(__name__)
@@ -95,7 +98,7 @@ class SqlExecutor:
     def check_database_access(self, name: str, ctx: SessionContext) -> None:
         """USE / COM_INIT_DB / the database of a login: Doris' 1044 for a database the user
         has no privilege in."""
-        auth.authorize(self.fe.state, ctx, st.Use(db=name))
+        auth.authorize(self.fe.state, ctx, Use(db=name))
 
     def is_admin(self, ctx: SessionContext) -> bool:
         return auth.is_admin(self.fe.state, auth.session_identity(ctx))
@@ -105,7 +108,7 @@ class SqlExecutor:
         return auth.is_admin(self.fe.state, ident) or auth.can_see(self.fe.state, ident, db, table)
 
     async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
-        stmt = st.parse_statement(sql)
+        stmt = parse_statement(sql)
         auth.authorize(self.fe.state, ctx, stmt)  # Doris' privilege rules, before anything runs
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
         if handler is None:
@@ -575,8 +578,8 @@ class SqlExecutor:
         """A query's result columns without running it (COM_STMT_PREPARE): the engine analyses
         the statement (its parameters are NULLs here) and the columns are typed as a run of it
         types them. None for a statement that is no query."""
-        stmt = st.parse_statement(sql)
-        if not isinstance(stmt, st.Query):
+        stmt = parse_statement(sql)
+        if not isinstance(stmt, Query):
             return None
         auth.authorize(self.fe.state, ctx, stmt)
         if _reads_schema(stmt.expr, ctx):
@@ -940,7 +943,7 @@ class SqlExecutor:
 
     async def _do_Grant(self, s, ctx):
         state = self.fe.state
-        revoke = isinstance(s, st.Revoke)
+        revoke = isinstance(s, Revoke)
         privileges = auth.parse_privileges(s.privileges)
         if not privileges:
             raise AnalysisError("No privileges or roles in grant statement.")
@@ -968,7 +971,7 @@ class SqlExecutor:
         for role in s.roles:
             self._check_role_name(role, "Can not grant role", can_be_admin=True)
         self._need_global(ctx, auth.GRANT, "GRANT")
-        change = self.fe.catalog.revoke_roles if isinstance(s, st.RevokeRole) else self.fe.catalog.grant_roles
+        change = self.fe.catalog.revoke_roles if isinstance(s, RevokeRole) else self.fe.catalog.grant_roles
         await self._blocking(change, account_key(s.user, s.host), list(s.roles))
         return StatementResult()
 

@@ -23,7 +23,8 @@ from galene.fe.compaction import (
     version_ranges,
 )
 from galene.meta.store import MetaStore
-from galene.sql.statements import AdminCompact, ShowTablets, parse_statement
+from galene.sql.statements.cluster import AdminCompact, ShowTablets
+from galene.sql.statements.parse import parse_statement
 
 
 def rs(version: int, size: int, tablet: int = 7, files: int = 1) -> Rowset:

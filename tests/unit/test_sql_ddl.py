@@ -10,7 +10,7 @@ from galene.catalog.model import DELETE_SIGN, Column
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
 from galene.sql.ddl import table_from_create
-from galene.sql.statements import parse_statement
+from galene.sql.statements.parse import parse_statement
 
 
 def build(sql: str, **kw):

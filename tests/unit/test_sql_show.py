@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from galene.sql.ddl import table_from_create
 from galene.sql.show import desc_rows, describe, show_columns, show_create_table
-from galene.sql.statements import parse_statement
+from galene.sql.statements.parse import parse_statement
 
 
 def build(sql: str):
