@@ -139,7 +139,8 @@ class MvScheduler:
         """CREATE MATERIALIZED VIEW: the table (columns from the query's result, as CTAS) with
         its MV record, in one CreateTable op; BUILD IMMEDIATE then refreshes it at once."""
         from galene.fe.pipelines import ctas_types
-        from galene.sql.ddl import qualify_table_names, table_from_create
+        from galene.sql.ddl.create_table import table_from_create
+        from galene.sql.ddl.views import qualify_table_names
         from galene.sql.statements.schema import CreateTable
 
         ex = self.fe.executor

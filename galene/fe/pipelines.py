@@ -34,7 +34,7 @@ from galene.common.types import ColumnType, from_spark_type_name
 from galene.fe import insert as ins
 from galene.fe.mysql_server import StatementResult
 from galene.sql import source_types
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.statements.dml import Delete, Insert, Truncate, Update
 from galene.sql.statements.schema import CreateTable
 from galene.sql.translate import ViewDefinition, to_spark_sql

@@ -39,7 +39,7 @@ from galene.fe.result_stream import ResultStream, pump
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
 from galene.sql import show, source_types
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.like import like_match
 from galene.sql.show import describe, show_columns, show_create_table
 from galene.sql.statements.account import Revoke, RevokeRole
@@ -270,7 +270,7 @@ class SqlExecutor:
         """CREATE [OR REPLACE] VIEW / ALTER VIEW: the query is analysed by the engine (its output
         columns; unknown names fail here), the definition stored with its tables qualified."""
         from galene.catalog.model import Column, View
-        from galene.sql.ddl import qualify_table_names
+        from galene.sql.ddl.views import qualify_table_names
 
         db_name = self._db_name(s.db, ctx)
         self.fe.catalog.db(db_name)
@@ -350,7 +350,7 @@ class SqlExecutor:
     async def _do_AlterTableColumns(self, s, ctx):
         """ALTER TABLE … ADD/DROP/MODIFY/RENAME COLUMN, MODIFY COMMENT: one journal op, no file
         rewritten (rowsets keep their schema version; readers map columns by id)."""
-        from galene.sql.ddl import alter_table
+        from galene.sql.ddl.alter_table import alter_table
 
         actions = list(s.actions)
         await self._blocking(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from galene.catalog.model import Column, Index, Partition, Table
-from galene.sql.ddl import bound_sort_key
+from galene.sql.ddl.partitions import bound_sort_key
 from galene.sql.dialect import Galene
 
 _KEYS_SQL = {"DUP_KEYS": "DUPLICATE KEY", "UNIQUE_KEYS": "UNIQUE KEY", "AGG_KEYS": "AGGREGATE KEY"}

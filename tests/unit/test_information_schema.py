@@ -14,7 +14,7 @@ from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
 from galene.fe.session_sql import GlobalVariables, SessionInfo, SessionSql, SessionVariables
 from galene.sql import information_schema as IS
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.dialect import Galene
 from galene.sql.statements.dml import Explain
 from galene.sql.statements.metadata import (

@@ -14,7 +14,8 @@ import pytest
 
 from galene.catalog.model import Rowset, SchemaVersion, Table, columns_at, with_column_ids
 from galene.common.errors import AnalysisError
-from galene.sql.ddl import alter_table, table_from_create
+from galene.sql.ddl.alter_table import alter_table
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.statements.parse import parse_statement
 from galene.sql.statements.schema import AlterTableColumns
 

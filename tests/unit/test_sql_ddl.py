@@ -9,7 +9,7 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.statements.parse import parse_statement
 
 
