@@ -344,7 +344,7 @@ class MvScheduler:
     # --- mv_infos("database"="db") ------------------------------------------------------------
     def mv_infos_table(self, db_name: str) -> pa.Table:
         """Doris' mv_infos() rows for the MVs of one database (and Galene's refresh columns)."""
-        from galene.sql.show import mv_refresh_info
+        from galene.sql.ddl.render import mv_refresh_info
 
         db = self.fe.catalog.db(db_name)
         rows = []

@@ -39,9 +39,10 @@ from galene.fe.result_stream import ResultStream, pump
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import information_schema as infoschema
 from galene.sql import show, source_types
+from galene.sql.ddl import render
 from galene.sql.ddl.create_table import table_from_create
 from galene.sql.like import like_match
-from galene.sql.show import describe, show_columns, show_create_table
+from galene.sql.show import describe, show_columns
 from galene.sql.statements.account import Revoke, RevokeRole
 from galene.sql.statements.dml import Query
 from galene.sql.statements.parse import parse_statement
@@ -259,10 +260,10 @@ class SqlExecutor:
     async def _do_ShowCreateTable(self, s, ctx):
         view = self._view(s.db, s.table, ctx)
         if view is not None:  # Doris answers SHOW CREATE TABLE on a view as SHOW CREATE VIEW
-            return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
+            return StatementResult(columns=_cols(*render.SHOW_CREATE_VIEW_COLUMNS), rows=[render.show_create_view_row(view)])
         db_name, table = self._shown_table(s.db, s.table, ctx)
         return StatementResult(
-            columns=_cols("Table", "Create Table"), rows=[(table.name, show_create_table(table, db_name))]
+            columns=_cols("Table", "Create Table"), rows=[(table.name, render.show_create_table(table, db_name))]
         )
 
     # --- views, schema change, materialized views (schema objects) --------------------------
@@ -345,7 +346,7 @@ class SqlExecutor:
         if view is None:
             self._shown_table(db_name, s.name, ctx)  # Unknown table … when there is nothing at all
             raise AnalysisError(f"'{db_name}.{s.name}' is not VIEW")
-        return StatementResult(columns=_cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
+        return StatementResult(columns=_cols(*render.SHOW_CREATE_VIEW_COLUMNS), rows=[render.show_create_view_row(view)])
 
     async def _do_AlterTableColumns(self, s, ctx):
         """ALTER TABLE … ADD/DROP/MODIFY/RENAME COLUMN, MODIFY COMMENT: one journal op, no file
@@ -380,7 +381,7 @@ class SqlExecutor:
         if table.mtmv is None:
             raise AnalysisError(f"'{db_name}.{s.name}' is not MATERIALIZED VIEW")
         return StatementResult(
-            columns=_cols(*show.SHOW_CREATE_MV_COLUMNS), rows=[(table.name, show.show_create_materialized_view(table))]
+            columns=_cols(*render.SHOW_CREATE_MV_COLUMNS), rows=[(table.name, render.show_create_materialized_view(table))]
         )
 
     # --- system ---------------------------------------------------------------------

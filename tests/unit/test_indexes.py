@@ -14,7 +14,8 @@ from galene.catalog.model import Index, Table
 from galene.common.errors import GaleneError
 from galene.sql.ddl.alter_table import alter_table
 from galene.sql.ddl.create_table import table_from_create
-from galene.sql.show import index_rows, show_create_table
+from galene.sql.ddl.render import show_create_table
+from galene.sql.show import index_rows
 from galene.sql.statements.parse import parse_statement
 from galene.sql.statements.schema import AlterTableColumns
 
