@@ -999,7 +999,7 @@ def _labels(expr: exp.Expr, result_columns: list[str], names: set[str], ctes: se
     table_name` is labelled `table_name`, as Doris and MySQL 5.7 label it; tools read rows by
     these names); `*` of information_schema tables read directly (no CTE or subquery in
     between) expands to the schema names (`TABLE_NAME`)."""
-    from galene.sql.translate import _label
+    from galene.sql.translate import expression_label as _label
 
     canonical = _canonical_columns(names)
     select = expr if isinstance(expr, exp.Select) else None
