@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from galene.catalog.model import Column, Table
 from galene.sql.ddl.render import index_properties_sql
+from galene.sql.like import like_match
 
 DESC_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
 DESC_ALL_COLUMNS = [
@@ -117,8 +118,6 @@ def row_matches(where: exp.Expr | None, row: dict[str, object]) -> bool:
     statements take them. Walks the expression with an explicit stack (a WHERE can be long)."""
     if where is None:
         return True
-    from galene.sql.like import like_match
-
     lowered = {k.lower(): v for k, v in row.items()}
 
     def value(node: exp.Expr):
