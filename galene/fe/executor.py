@@ -28,7 +28,8 @@ from galene.fe.schema_statements import SchemaStatements
 from galene.fe.system_statements import SystemStatements
 from galene.fe.user_statements import UserStatements
 from galene.fe.write_statements import WriteStatements
-from galene.sql import statements as st
+from galene.sql.statements.parse import parse_statement
+from galene.sql.statements.session import Use
 
 
 class SqlExecutor(
@@ -52,13 +53,13 @@ class SqlExecutor(
     def check_database_access(self, name: str, ctx: SessionContext) -> None:
         """USE / COM_INIT_DB / the database of a login: Doris' 1044 for a database the user
         has no privilege in."""
-        authorize.authorize(self.fe.state, ctx, st.Use(db=name))
+        authorize.authorize(self.fe.state, ctx, Use(db=name))
 
     def is_admin(self, ctx: SessionContext) -> bool:
         return auth.is_admin(self.fe.state, auth.session_identity(ctx))
 
     async def execute(self, sql: str, ctx: SessionContext) -> StatementResult:
-        stmt = st.parse_statement(sql)
+        stmt = parse_statement(sql)
         authorize.authorize(self.fe.state, ctx, stmt)  # Doris' privilege rules, before anything runs
         handler = getattr(self, "_do_" + type(stmt).__name__, None)
         if handler is None:

@@ -50,8 +50,9 @@ from galene.fe.pipelines import Target
 from galene.fe.table_functions import TableFunctionViews, s3_calls
 from galene.load.objectstore import ObjectStore, ObjectStoreError, parse_source
 from galene.net.deadline import with_deadline
-from galene.sql import statements as st
 from galene.sql.dialect import Galene, parse_one
+from galene.sql.statements.dml import Insert
+from galene.sql.statements.parse import parse_statement
 
 log = logging.getLogger(__name__)
 
@@ -149,12 +150,12 @@ def masked_sql(sql: str) -> str:
     return tree.sql(dialect=Galene)
 
 
-def source_properties(insert: st.Insert) -> dict[str, str]:
+def source_properties(insert: Insert) -> dict[str, str]:
     """The properties of the job's one S3(…) call."""
     return _source_call(insert)[1]
 
 
-def _source_call(insert: st.Insert):
+def _source_call(insert: Insert):
     calls = [c for c in s3_calls(insert.query) if c[0] == "s3"]
     if len(calls) != 1:
         raise AnalysisError("A streaming job's INSERT must read exactly one S3(…) table function")
@@ -317,8 +318,8 @@ class JobRunner:
         generation, prev_offset = job.offset_generation, job.offset
         views = None
         try:
-            stmt = st.parse_statement(job.execute_sql)
-            if not isinstance(stmt, st.Insert) or stmt.query is None:
+            stmt = parse_statement(job.execute_sql)
+            if not isinstance(stmt, Insert) or stmt.query is None:
                 raise AnalysisError("the job's statement is not an INSERT … SELECT")
             _, props, _ = _source_call(stmt)
             spec = parse_source(props)
@@ -446,7 +447,7 @@ class JobRunner:
         await asyncio.sleep(delay)
         if transient:
             try:
-                stmt = st.parse_statement(job.execute_sql)
+                stmt = parse_statement(job.execute_sql)
                 store = ObjectStore(parse_source(_source_call(stmt)[1]))
             except Exception:  # noqa: BLE001 - the task itself will report it
                 store = None

@@ -34,10 +34,11 @@ from galene.catalog.model import Column, MaterializedView, Table
 from galene.common.errors import AnalysisError, GaleneError, error_message
 from galene.fe.mysql.boundary import StatementResult
 from galene.fe.pipelines import Target, ctas_types
-from galene.sql import statements as st
-from galene.sql.ddl import qualify_table_names, table_from_create
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.ddl.render import mv_refresh_info
+from galene.sql.ddl.views import qualify_table_names
 from galene.sql.dialect import parse_one
-from galene.sql.show import mv_refresh_info
+from galene.sql.statements.schema import CreateTable
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class MvScheduler:
             kind="TABLE",
             properties=exp.Properties(expressions=list(s.expr.args.get("properties") or [])),
         )
-        stmt = st.CreateTable(db=s.db, name=s.name, if_not_exists=s.if_not_exists, expr=create)
+        stmt = CreateTable(db=s.db, name=s.name, if_not_exists=s.if_not_exists, expr=create)
         mv = MaterializedView(
             query_sql=qualify_table_names(s.query_sql, ctx.database or db_name),
             build=s.build,

@@ -34,8 +34,9 @@ from galene.engine import failures
 from galene.fe import insert as ins
 from galene.fe.mysql.boundary import StatementResult
 from galene.sql import source_types
-from galene.sql import statements as st
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.statements.dml import Delete, Insert, Truncate, Update
+from galene.sql.statements.schema import CreateTable
 from galene.sql.translate import ViewDefinition, to_spark_sql
 
 log = logging.getLogger(__name__)
@@ -256,7 +257,7 @@ class Pipelines:
         )
 
     # --- INSERT … SELECT / OVERWRITE ------------------------------------------------
-    async def insert(self, s: st.Insert, ctx) -> StatementResult:
+    async def insert(self, s: Insert, ctx) -> StatementResult:
         db_name, table = self.executor.table_of(s.db, s.table, ctx)
         names = ins.target_columns(table, s.columns)
         if s.values is not None:
@@ -285,7 +286,7 @@ class Pipelines:
         return self.ok(await self.run(target, spark_sql, views, ctx))
 
     # --- CREATE TABLE … AS SELECT / LIKE ----------------------------------------------
-    async def create_table_as_select(self, s: st.CreateTable, ctx) -> StatementResult:
+    async def create_table_as_select(self, s: CreateTable, ctx) -> StatementResult:
         db_name = self.executor.database_of(s.db, ctx)
         if self.fe.catalog.has_db(db_name) and _table_exists(self.fe, db_name, s.name):
             if s.if_not_exists:
@@ -342,7 +343,7 @@ class Pipelines:
                 except Exception:
                     log.debug("dropping view %s failed", name, exc_info=True)
 
-    async def create_table_like(self, s: st.CreateTable, ctx) -> StatementResult:
+    async def create_table_like(self, s: CreateTable, ctx) -> StatementResult:
         db_name = self.executor.database_of(s.db, ctx)
         src_db, src_name = s.like
         _, source = self.executor.table_of(src_db, src_name, ctx)
@@ -354,7 +355,7 @@ class Pipelines:
         return StatementResult()
 
     # --- UPDATE ---------------------------------------------------------------------
-    async def update(self, s: st.Update, ctx) -> StatementResult:
+    async def update(self, s: Update, ctx) -> StatementResult:
         db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if table.keys_type != "UNIQUE_KEYS":
             raise GaleneError("Only unique table could be updated.")
@@ -394,7 +395,7 @@ class Pipelines:
         return self.ok(await self.run(target, spark_sql, views, ctx))
 
     # --- DELETE ---------------------------------------------------------------------
-    async def delete(self, s: st.Delete, ctx) -> StatementResult:
+    async def delete(self, s: Delete, ctx) -> StatementResult:
         db_name, table = self.executor.table_of(s.db, s.table, ctx)
         if s.where is None:
             raise AnalysisError("Where clause is required for DELETE; use TRUNCATE TABLE to remove all rows")
@@ -465,7 +466,7 @@ class Pipelines:
         return self.ok(outcome, affected=0)
 
     # --- TRUNCATE -------------------------------------------------------------------
-    async def truncate(self, s: st.Truncate, ctx) -> StatementResult:
+    async def truncate(self, s: Truncate, ctx) -> StatementResult:
         db_name, table = self.executor.table_of(s.db, s.table, ctx)
         part_ids = _partition_ids(table, s.partitions) if s.partitions else [p.id for p in table.partitions]
         label = f"truncate_{uuid.uuid4().hex}"

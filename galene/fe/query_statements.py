@@ -24,10 +24,11 @@ from galene.fe.pipelines import view_definition
 from galene.fe.result_stream import ResultStream, pump
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import source_types
-from galene.sql import statements as st
 from galene.sql.information_schema import tables as schema_tables
 from galene.sql.information_schema.context import SCHEMA_NAME, is_schema
 from galene.sql.information_schema.query import run_local
+from galene.sql.statements.dml import Query
+from galene.sql.statements.parse import parse_statement
 from galene.sql.translate import to_spark_sql
 
 _VIEW_SEQ = itertools.count(1)
@@ -52,8 +53,8 @@ class QueryStatements(ExecutorBase):
         """A query's result columns without running it (COM_STMT_PREPARE): the engine analyses
         the statement (its parameters are NULLs here) and the columns are typed as a run of it
         types them. None for a statement that is no query."""
-        stmt = st.parse_statement(sql)
-        if not isinstance(stmt, st.Query):
+        stmt = parse_statement(sql)
+        if not isinstance(stmt, Query):
             return None
         authorize.authorize(self.fe.state, ctx, stmt)
         if _reads_schema(stmt.expr, ctx):

@@ -19,11 +19,20 @@ from galene.fe.mysql.boundary import StatementResult
 from galene.fe.pipelines import view_definition
 from galene.fe.table_functions import TableFunctionViews
 from galene.sql import show, source_types
-from galene.sql.ddl import alter_table, qualify_table_names, table_from_create
+from galene.sql.ddl.alter_table import alter_table
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.ddl.render import (
+    SHOW_CREATE_MV_COLUMNS,
+    SHOW_CREATE_VIEW_COLUMNS,
+    show_create_materialized_view,
+    show_create_table,
+    show_create_view_row,
+)
+from galene.sql.ddl.views import qualify_table_names
 from galene.sql.information_schema import tables as schema_tables
 from galene.sql.information_schema.context import SCHEMA_NAME, is_schema
 from galene.sql.like import like_match
-from galene.sql.show import describe, show_columns, show_create_table
+from galene.sql.show import describe, show_columns
 
 
 class SchemaStatements(ExecutorBase):
@@ -126,7 +135,7 @@ class SchemaStatements(ExecutorBase):
     async def _do_ShowCreateTable(self, s, ctx):
         view = self.view_of(s.db, s.table, ctx)
         if view is not None:  # Doris answers SHOW CREATE TABLE on a view as SHOW CREATE VIEW
-            return StatementResult(columns=cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
+            return StatementResult(columns=cols(*SHOW_CREATE_VIEW_COLUMNS), rows=[show_create_view_row(view)])
         db_name, table = self.shown_table(s.db, s.table, ctx)
         return StatementResult(
             columns=cols("Table", "Create Table"), rows=[(table.name, show_create_table(table, db_name))]
@@ -198,7 +207,7 @@ class SchemaStatements(ExecutorBase):
         if view is None:
             self.shown_table(db_name, s.name, ctx)  # Unknown table … when there is nothing at all
             raise AnalysisError(f"'{db_name}.{s.name}' is not VIEW")
-        return StatementResult(columns=cols(*show.SHOW_CREATE_VIEW_COLUMNS), rows=[show.show_create_view_row(view)])
+        return StatementResult(columns=cols(*SHOW_CREATE_VIEW_COLUMNS), rows=[show_create_view_row(view)])
 
     async def _do_AlterTableColumns(self, s, ctx):
         """ALTER TABLE … ADD/DROP/MODIFY/RENAME COLUMN, MODIFY COMMENT: one journal op, no file
@@ -231,5 +240,5 @@ class SchemaStatements(ExecutorBase):
         if table.mtmv is None:
             raise AnalysisError(f"'{db_name}.{s.name}' is not MATERIALIZED VIEW")
         return StatementResult(
-            columns=cols(*show.SHOW_CREATE_MV_COLUMNS), rows=[(table.name, show.show_create_materialized_view(table))]
+            columns=cols(*SHOW_CREATE_MV_COLUMNS), rows=[(table.name, show_create_materialized_view(table))]
         )

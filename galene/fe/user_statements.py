@@ -12,7 +12,7 @@ from galene.common.errors import AnalysisError
 from galene.fe import auth, grants
 from galene.fe.executor_base import ExecutorBase, cols
 from galene.fe.mysql.boundary import StatementResult
-from galene.sql import statements as st
+from galene.sql.statements.account import Revoke, RevokeRole
 
 
 class UserStatements(ExecutorBase):
@@ -113,7 +113,7 @@ class UserStatements(ExecutorBase):
 
     async def _do_Grant(self, s, ctx):
         state = self.fe.state
-        revoke = isinstance(s, st.Revoke)
+        revoke = isinstance(s, Revoke)
         privileges = grants.parse_privileges(s.privileges)
         if not privileges:
             raise AnalysisError("No privileges or roles in grant statement.")
@@ -141,7 +141,7 @@ class UserStatements(ExecutorBase):
         for role in s.roles:
             self._check_role_name(role, "Can not grant role", can_be_admin=True)
         self._need_global(ctx, auth.GRANT, "GRANT")
-        change = self.fe.catalog.revoke_roles if isinstance(s, st.RevokeRole) else self.fe.catalog.grant_roles
+        change = self.fe.catalog.revoke_roles if isinstance(s, RevokeRole) else self.fe.catalog.grant_roles
         await self.blocking(change, account_key(s.user, s.host), list(s.roles))
         return StatementResult()
 

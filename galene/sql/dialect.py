@@ -5,11 +5,15 @@ aggregate column suffixes, LARGEINT/…V2/V3 type names, `VALUES LESS THAN MAXVA
 `BUCKETS AUTO` (it drops it), `AGGREGATE KEY`, `DESC t ALL`, `SHOW BACKENDS|FRONTENDS|PROC`,
 `ALTER SYSTEM … BACKEND`, `INSERT … WITH LABEL`, `ADMIN COMPACT TABLE`, `SHOW TABLETS` and the
 streaming-job statements (`CREATE JOB … ON STREAMING DO INSERT …`, `ALTER JOB`, `PAUSE | RESUME |
-DROP JOB WHERE …`);
-this module adds them as parser rules and a few custom expression nodes (defined here, each
-with its generator rule so a parsed statement prints back as Doris SQL). Nothing here
-interprets a statement: classification is `galene.sql.statements`, table semantics are
-`galene.sql.ddl`.
+DROP JOB WHERE …`); the dialect adds them as parser rules building Galene's own nodes
+(`galene.sql.nodes`), each with its generator rule so a parsed statement prints back as Doris
+SQL. This module holds the dialect class `Galene` with its tokenizer, the expression-level rules
+(Doris functions, GROUP_CONCAT, select items' text), SHOW, EXPLAIN, INSERT … WITH LABEL, the
+cluster statements and streaming jobs; two statement families have their grammar next to it,
+mixed into `Galene.Parser` / `Galene.Generator`: `dialect_schema` (CREATE TABLE's clauses,
+ALTER TABLE, indexes, materialized views) and `dialect_accounts` (users and privileges).
+Nothing here interprets a statement: classification is `galene.sql.statements`, table
+semantics are `galene.sql.ddl`.
 """
 
 from __future__ import annotations
@@ -21,219 +25,15 @@ from sqlglot.dialects.doris import Doris
 from sqlglot.tokens import TokenType
 from sqlglot.trie import new_trie
 
-# Aggregate types Doris accepts after a column type in AGGREGATE KEY tables.
-AGGREGATION_TYPES = (
-    "SUM",
-    "MIN",
-    "MAX",
-    "REPLACE",
-    "REPLACE_IF_NOT_NULL",
-    "HLL_UNION",
-    "BITMAP_UNION",
-    "QUANTILE_UNION",
-    "GENERIC",
-)
+from galene.sql import nodes
+from galene.sql.dialect_accounts import ACCOUNT_TRANSFORMS, AccountGenerator, AccountParser
+from galene.sql.dialect_schema import SCHEMA_TRANSFORMS, SchemaGenerator, SchemaParser, property_pairs
 
 # Doris date-arithmetic functions named after their unit: NAME -> (node class, unit).
 _UNIT_ADD_FUNCTIONS: dict[str, tuple[type[exp.Expr], str]] = {}
 for _unit in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"):
     _UNIT_ADD_FUNCTIONS[f"{_unit}S_ADD"] = (exp.DateAdd, _unit)
     _UNIT_ADD_FUNCTIONS[f"{_unit}S_SUB"] = (exp.DateSub, _unit)
-
-
-# --- custom expression nodes ------------------------------------------------------------
-class AggregationColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
-    """`v BIGINT SUM`: the aggregate type of an AGGREGATE KEY value column (this = Var)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class RangePartitionLessThan(exp.Expression):
-    """`PARTITION p VALUES LESS THAN (v, …)`; `MAXVALUE` entries are Var('MAXVALUE')."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class RangePartitionFixed(exp.Expression):
-    """`PARTITION p VALUES [(lower, …), (upper, …))`: lower/upper are lists of expressions."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "lower": True, "upper": True}
-
-
-class ListPartition(exp.Expression):
-    """`PARTITION p VALUES IN (v, …)`; each entry is a literal or a Tuple (multi-column)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class DescribeAll(exp.Describe):
-    """`DESC t ALL` (Doris: every index of the table). Same args as Describe."""
-
-
-class AlterSystem(exp.Expression):
-    """`ALTER SYSTEM <action> BACKEND 'host:port'[, …] [PROPERTIES (…)] | SET (…)`.
-
-    this = action (ADD, DROP, DROPP, DECOMMISSION, MODIFY), expressions = host:port
-    strings, properties = list of Property.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True, "properties": False}
-
-
-class LabeledInsertTarget(exp.Expression):
-    """The target of `INSERT INTO t [PARTITION (…)] WITH LABEL l [(cols)]`.
-
-    this = Table or Schema (table with its column list), label = Identifier.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "label": True}
-
-
-class AdminCompact(exp.Expression):
-    """`ADMIN COMPACT TABLE t PARTITION p WHERE TYPE = 'BASE'|'CUMULATIVE'`.
-
-    this = Table, partitions = Identifiers (as written, checked by the executor), where = Where.
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False, "where": False}
-
-
-class ShowTablets(exp.Expression):
-    """`SHOW TABLETS FROM [db.]t [PARTITION (p, …)]`: this = Table, partitions = Identifiers."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partitions": False}
-
-
-class CreateJob(exp.Expression):
-    """`CREATE JOB name [PROPERTIES (…)] ON STREAMING [COMMENT '…'] DO <INSERT …>`.
-
-    this = Identifier, properties = list of Property, comment = Literal, expression = Insert;
-    meta["do_sql"] is the statement after DO as written (kept as the job's ExecuteSql).
-    """
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "properties": False,
-        "comment": False,
-        "expression": True,
-    }
-
-
-class JobControl(exp.Expression):
-    """`PAUSE | RESUME | DROP JOB [IF EXISTS] WHERE jobname = '…'`: this = the action."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "where": False, "exists": False}
-
-
-class AlterJob(exp.Expression):
-    """`ALTER JOB name PROPERTIES (…)`: this = Identifier, properties = list of Property."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": True}
-
-
-class KeyColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
-    """`c INT KEY` in ALTER TABLE … ADD COLUMN: the column joins the table's keys (Doris)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {}
-
-
-class AlterTableClauses(exp.Expression):
-    """`ALTER TABLE t <clause>[, <clause>…]` for the schema-change clauses sqlglot does not read
-    (or reads differently): this = Table, expressions = the clause nodes below."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
-
-
-class AddColumnsClause(exp.Expression):
-    """`ADD COLUMN def [FIRST | AFTER c]` or `ADD COLUMN (def, …) [FIRST | AFTER c]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"expressions": True, "first": False, "after": False}
-
-
-class DropColumnClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class ModifyColumnClause(exp.Expression):
-    """`MODIFY COLUMN def [FIRST | AFTER c]`; a def without a type changes the comment only."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "first": False, "after": False}
-
-
-class RenameColumnClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expression": True}
-
-
-class ModifyCommentClause(exp.Expression):
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class IndexDef(exp.Expression):
-    """`INDEX [IF NOT EXISTS] name (c, …) [USING INVERTED | BITMAP | NGRAM_BF] [PROPERTIES (…)]
-    [COMMENT '…']` of CREATE TABLE, ALTER TABLE … ADD INDEX and CREATE INDEX … ON t: this =
-    Identifier, expressions = column Identifiers, kind = USING's word, properties = Property list."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "expressions": True,
-        "kind": False,
-        "properties": False,
-        "comment": False,
-        "exists": False,
-    }
-
-
-class AddIndexClause(exp.Expression):
-    """`ADD INDEX …` (also what `CREATE INDEX name ON t …` means): this = IndexDef."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
-
-
-class DropIndexClause(exp.Expression):
-    """`DROP INDEX [IF EXISTS] name` (also `DROP INDEX name ON t`)."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "exists": False}
-
-
-class ReplaceWithTableClause(exp.Expression):
-    """`REPLACE WITH TABLE b [PROPERTIES ('swap' = 'true' | 'false')]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "properties": False}
-
-
-class CreateMaterializedView(exp.Expression):
-    """`CREATE MATERIALIZED VIEW [IF NOT EXISTS] mv [(cols)] [BUILD …] [REFRESH …] [[DUPLICATE] KEY(…)]
-    [COMMENT '…'] [DISTRIBUTED BY …] [PROPERTIES (…)] AS <query>` (Doris' async MV).
-
-    this = Table, columns = ColumnDefs (names, optional comments), build/method/trigger/unit =
-    upper-case strings, interval = int, starts = str, properties = Property nodes (keys, comment,
-    distribution, PROPERTIES pairs), expression = the query; meta["query_sql"] its text."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True,
-        "columns": False,
-        "exists": False,
-        "build": False,
-        "method": False,
-        "trigger": False,
-        "interval": False,
-        "unit": False,
-        "starts": False,
-        "properties": False,
-        "expression": True,
-    }
-
-
-class RefreshMaterializedView(exp.Expression):
-    """`REFRESH MATERIALIZED VIEW mv [COMPLETE | AUTO]`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "method": False}
-
-
-class OrderedShow(exp.Show):
-    """A Doris SHOW with ORDER BY (SHOW [STREAM] LOAD, PARTITIONS, DATA): Show's args and `order`."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {**exp.Show.arg_types, "order": False}
 
 
 # Doris' EXPLAIN levels (EXPLAIN VERBOSE SELECT …, EXPLAIN SHAPE PLAN SELECT …).
@@ -251,43 +51,12 @@ def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.E
     return build
 
 
-# --- users and privileges (CREATE/ALTER/DROP USER, roles, GRANT/REVOKE, SET PASSWORD, SHOW GRANTS) ---
-class UserIdentity(exp.Expression):
-    """`'name'@'host'`, `name@'host'` or `'name'` (host `%`): this = name, host = pattern."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "host": False}
-
-
-class AccountStatement(exp.Expression):
-    """One user/role statement; `this` says which (CREATE USER, ALTER USER, DROP USER,
-    SET PASSWORD, CREATE ROLE, ALTER ROLE, DROP ROLE, GRANT, REVOKE, SHOW GRANTS, SHOW ROLES).
-
-    user = UserIdentity; role = the role name (TO/FROM ROLE, DEFAULT ROLE, CREATE/DROP ROLE);
-    exists = IF [NOT] EXISTS; password = the clear password (IDENTIFIED BY 'pw', PASSWORD('pw'))
-    or hashed = the stored form as written (IDENTIFIED BY PASSWORD '*…', = '*…'); comment;
-    privileges = names as written; on = RESOURCE | WORKLOAD GROUP | TABLE, target = the pattern's
-    parts (TABLE) or the name; roles = GRANT 'r', … TO (role grants); all = SHOW ALL GRANTS."""
-
-    arg_types: t.ClassVar[dict[str, bool]] = {
-        "this": True, "user": False, "role": False, "exists": False, "password": False, "hashed": False,
-        "comment": False, "privileges": False, "on": False, "target": False, "roles": False, "all": False,
-    }  # fmt: skip
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _value_window_function(node: type[exp.Expr], name: str, args: list[exp.Expr]) -> exp.Expr:
     """FIRST_VALUE/LAST_VALUE(expr[, ignore_null]): sqlglot's node for one argument, else the call
     as written (galene.sql.functions turns Doris' ignore_null into Spark's boolean literal)."""
     if len(args) == 1:
         return node(this=args[0])
     return exp.Anonymous(this=name, expressions=args)
-
-
-def _property_pairs(node: exp.Expr) -> list[exp.Property]:
-    return list(node.args.get("properties") or [])
 
 
 def _unparenthesized_column(node: exp.Expr | None) -> exp.Expr | None:
@@ -325,7 +94,7 @@ class Galene(Doris):
             "JSONB": TokenType.JSON,
         }
 
-    class Parser(Doris.Parser):
+    class Parser(AccountParser, SchemaParser, Doris.Parser):
         FUNCTIONS: t.ClassVar[dict] = {
             **Doris.Parser.FUNCTIONS,
             **{name: _build_unit_delta(node, unit) for name, (node, unit) in _UNIT_ADD_FUNCTIONS.items()},
@@ -371,8 +140,6 @@ class Galene(Doris):
         def _warn_unsupported(self) -> None:
             return None
 
-        # Each top-level select item remembers the text it was written as: MySQL labels an
-        # unaliased result column with exactly that text (`COUNT(*)`, `k + 1`).
         def _parse_statement(self) -> exp.Expr | None:
             account = self._parse_account_statement()
             if account is not None:
@@ -400,235 +167,17 @@ class Galene(Doris):
                 if action == "ALTER":
                     return self._parse_alter_job()
                 return self._parse_job_control(action)
-            # Async materialized views (schema objects).
-            if self._curr is not None and self._next is not None:
-                words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
-                if words[:2] in (["CREATE", "INDEX"], ["DROP", "INDEX"]):
-                    self._advance(2)
-                    return self._parse_index_statement(words[0])
-                if words == ["CREATE", "MATERIALIZED", "VIEW"]:
-                    self._advance(3)
-                    return self._parse_create_mtmv()
-                if words == ["REFRESH", "MATERIALIZED", "VIEW"]:
-                    self._advance(3)
-                    table = self._parse_table_parts()
-                    method = self._curr.text.upper() if self._match_texts(("COMPLETE", "AUTO")) else None
-                    return self.expression(RefreshMaterializedView(this=table, method=method))
+            # Indexes and async materialized views (schema objects).
+            schema = self._parse_schema_statement()
+            if schema is not None:
+                return schema
             return super()._parse_statement()
-
-        def _parse_create_mtmv(self) -> exp.Expr:
-            exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
-            table = self._parse_table_parts(schema=True)
-            columns = (
-                self._parse_wrapped_csv(self._parse_named_column)
-                if self._match(TokenType.L_PAREN, advance=False)
-                else []
-            )
-            args: dict[str, t.Any] = {"this": table, "columns": columns, "exists": exists}
-            props: list[exp.Expr] = []
-            while self._curr is not None and not self._match(TokenType.ALIAS):
-                if self._match_text_seq("BUILD"):
-                    if not self._match_texts(("IMMEDIATE", "DEFERRED")):
-                        self.raise_error("Expected IMMEDIATE or DEFERRED after BUILD")
-                    args["build"] = self._prev.text.upper()
-                elif self._match_text_seq("REFRESH"):
-                    if self._match_texts(("COMPLETE", "AUTO", "INCREMENTAL")):
-                        args["method"] = self._prev.text.upper()
-                    if self._match_text_seq("ON"):
-                        if self._match_texts(("MANUAL", "COMMIT")):
-                            args["trigger"] = self._prev.text.upper()
-                        elif self._match_text_seq("SCHEDULE", "EVERY"):
-                            args["trigger"] = "SCHEDULE"
-                            number = self._parse_number()
-                            if number is None or not self._curr:
-                                self.raise_error("Expected EVERY <n> <unit>")
-                            args["interval"] = int(number.name)
-                            self._advance()
-                            args["unit"] = self._prev.text.upper()
-                            if self._match_text_seq("STARTS"):
-                                starts = self._parse_string()
-                                args["starts"] = starts.name if starts is not None else ""
-                        else:
-                            self.raise_error("Expected MANUAL, COMMIT or SCHEDULE after REFRESH … ON")
-                elif self._match_text_seq("DUPLICATE", "KEY") or self._match_text_seq("KEY"):
-                    props.append(
-                        self.expression(exp.DuplicateKeyProperty(expressions=self._parse_wrapped_id_vars()))
-                    )
-                elif self._match(TokenType.COMMENT):
-                    props.append(self.expression(exp.SchemaCommentProperty(this=self._parse_string())))
-                elif self._match_text_seq("DISTRIBUTED"):
-                    props.append(self._parse_distributed_property())
-                elif self._match_text_seq("PROPERTIES"):
-                    props.extend(self._parse_job_properties())
-                elif self._match_text_seq("PARTITION", "BY"):
-                    self.raise_error("Galene's materialized views are not partitioned (no PARTITION BY)")
-                else:
-                    self.raise_error("Unexpected clause in CREATE MATERIALIZED VIEW")
-            start = self._curr
-            query = super()._parse_statement()
-            if not isinstance(query, exp.Query) or start is None:
-                self.raise_error("Expected AS <query> in CREATE MATERIALIZED VIEW")
-            args["properties"] = props
-            args["expression"] = query
-            node = self.expression(CreateMaterializedView(**args))
-            node.meta["query_sql"] = self.sql[start.start : self._prev.end + 1]
-            return node
-
-        def _parse_named_column(self) -> exp.Expr:
-            """`name [COMMENT '…']` of a view's or MV's column list."""
-            name = self._parse_id_var()
-            if name is None:
-                self.raise_error("Expected a column name")
-            constraints = []
-            if self._match(TokenType.COMMENT):
-                comment = exp.CommentColumnConstraint(this=self._parse_string())
-                constraints.append(exp.ColumnConstraint(kind=comment))
-            return self.expression(exp.ColumnDef(this=name, constraints=constraints))
-
-        # --- indexes ---------------------------------------------------------------------
-        def _parse_index_def(self, name: exp.Expr | None = None, exists: bool = False) -> exp.Expr:
-            """The rest of an index definition (after `INDEX`, or after `CREATE INDEX n ON t`)."""
-            if name is None:
-                exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
-                name = self._parse_id_var(any_token=False)
-                if name is None:
-                    self.raise_error("Expected an index name")
-            columns = self._parse_wrapped_id_vars()
-            kind = None
-            if self._match(TokenType.USING):
-                if not self._match_texts(("INVERTED", "BITMAP", "NGRAM_BF")):
-                    self.raise_error("Expected INVERTED, BITMAP or NGRAM_BF after USING")
-                kind = self._prev.text.upper()
-            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
-            comment = self._parse_string() if self._match(TokenType.COMMENT) else None
-            return self.expression(
-                IndexDef(
-                    this=name,
-                    expressions=columns,
-                    kind=kind,
-                    properties=properties,
-                    comment=comment,
-                    exists=exists,
-                )
-            )
-
-        def _parse_index_statement(self, verb: str) -> exp.Expr:
-            """`CREATE INDEX [IF NOT EXISTS] n ON t (c) …` / `DROP INDEX [IF EXISTS] n ON t`: the
-            ALTER TABLE t ADD INDEX / DROP INDEX they are in Doris."""
-            if verb == "CREATE":
-                exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
-            else:
-                exists = bool(self._match_text_seq("IF", "EXISTS"))
-            name = self._parse_id_var(any_token=False)
-            if name is None:
-                self.raise_error("Expected an index name")
-            if not self._match(TokenType.ON):
-                self.raise_error(f"Expected ON <table> after {verb} INDEX {name.name}")
-            # [ctl.][db.]t, read by parts: _parse_table_parts would take `t (c)` for a function call.
-            parts = [self._parse_id_var(any_token=False)]
-            while self._match(TokenType.DOT):
-                parts.append(self._parse_id_var(any_token=False))
-            if any(p is None for p in parts) or len(parts) > 3:
-                self.raise_error(f"Expected a table name after {verb} INDEX … ON")
-            parts = [None] * (3 - len(parts)) + parts
-            table = exp.Table(this=parts[2], db=parts[1], catalog=parts[0])
-            if verb == "CREATE":
-                clause: exp.Expr = AddIndexClause(this=self._parse_index_def(name, exists))
-            else:
-                clause = DropIndexClause(this=name, exists=exists)
-            return self.expression(AlterTableClauses(this=table, expressions=[self.expression(clause)]))
-
-        def _parse_constraint(self) -> exp.Expr | None:
-            # `INDEX name (c) USING …` among CREATE TABLE's columns (Doris' indexDef).
-            if self._curr is not None and self._curr.token_type == TokenType.INDEX:
-                self._advance()
-                return self._parse_index_def()
-            return super()._parse_constraint()
-
-        def _parse_alter_table_clauses(self) -> exp.Expr | None:
-            """`ALTER TABLE t` + Galene's schema-change clauses; None (nothing consumed after the
-            table) when the first clause is one sqlglot reads."""
-            table = self._parse_table_parts()
-            clauses: list[exp.Expr] = []
-            while True:
-                clause = self._parse_alter_table_clause()
-                if clause is None:
-                    if clauses:
-                        self.raise_error("Unsupported clause in ALTER TABLE")
-                    return None
-                clauses.append(clause)
-                if not self._match(TokenType.COMMA):
-                    break
-            return self.expression(AlterTableClauses(this=table, expressions=clauses))
-
-        def _parse_position(self) -> dict[str, t.Any]:
-            if self._match_text_seq("FIRST"):
-                return {"first": True}
-            if self._match_text_seq("AFTER"):
-                return {"after": self._parse_id_var()}
-            return {}
-
-        def _column_position(self, cdef: exp.Expr) -> dict[str, t.Any]:
-            # sqlglot reads MySQL's `FIRST` / `AFTER c` into the column definition.
-            pos = cdef.args.get("position") if isinstance(cdef, exp.ColumnDef) else None
-            if pos is None:
-                return self._parse_position()
-            cdef.set("position", None)
-            if (pos.text("position") or "").upper() == "FIRST":
-                return {"first": True}
-            return {"after": exp.to_identifier(pos.this.name)}
-
-        def _parse_alter_table_clause(self) -> exp.Expr | None:
-            words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
-            if words[:2] == ["ADD", "COLUMN"]:
-                self._advance(2)
-                if self._match(TokenType.L_PAREN, advance=False):
-                    defs = self._parse_wrapped_csv(self._parse_field_def)
-                    return self.expression(AddColumnsClause(expressions=defs, **self._parse_position()))
-                cdef = self._parse_field_def()
-                return self.expression(AddColumnsClause(expressions=[cdef], **self._column_position(cdef)))
-            if words[:2] == ["DROP", "COLUMN"]:
-                self._advance(2)
-                return self.expression(DropColumnClause(this=self._parse_id_var()))
-            if words[:2] == ["MODIFY", "COLUMN"]:
-                self._advance(2)
-                cdef = self._parse_field_def()
-                return self.expression(ModifyColumnClause(this=cdef, **self._column_position(cdef)))
-            if words[:2] == ["RENAME", "COLUMN"]:
-                self._advance(2)
-                old = self._parse_id_var()
-                self._match_text_seq("TO")
-                return self.expression(RenameColumnClause(this=old, expression=self._parse_id_var()))
-            if words[:2] == ["ADD", "INDEX"]:
-                self._advance(2)
-                return self.expression(AddIndexClause(this=self._parse_index_def()))
-            if words[:2] == ["DROP", "INDEX"]:
-                self._advance(2)
-                exists = bool(self._match_text_seq("IF", "EXISTS"))
-                return self.expression(
-                    DropIndexClause(this=self._parse_id_var(any_token=False), exists=exists)
-                )
-            if words[:2] == ["MODIFY", "COMMENT"]:
-                self._advance(2)
-                return self.expression(ModifyCommentClause(this=self._parse_string()))
-            if words == ["REPLACE", "WITH", "TABLE"]:
-                self._advance(3)
-                other = self._parse_table_parts()
-                props = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
-                return self.expression(ReplaceWithTableClause(this=other, properties=props))
-            return None
-
-        def _parse_job_properties(self) -> list[exp.Expr]:
-            props: list[exp.Expr] = []
-            for item in self._parse_wrapped_properties():
-                props.extend(item) if isinstance(item, list) else props.append(item)
-            return props
 
         def _parse_create_job(self) -> exp.Expr:
             name = self._parse_id_var()
             if name is None:
                 self.raise_error("Expected a job name after CREATE JOB")
-            properties = self._parse_job_properties() if self._match_text_seq("PROPERTIES") else []
+            properties = self._parse_property_list() if self._match_text_seq("PROPERTIES") else []
             if not self._match_text_seq("ON", "STREAMING"):
                 self.raise_error("Expected ON STREAMING (Galene serves streaming jobs)")
             comment = self._parse_string() if self._match(TokenType.COMMENT) else None
@@ -639,7 +188,7 @@ class Galene(Doris):
             if not isinstance(body, exp.Insert) or start is None:
                 self.raise_error("A streaming job's DO must be an INSERT INTO … SELECT … statement")
             node = self.expression(
-                CreateJob(this=name, properties=properties, comment=comment, expression=body)
+                nodes.CreateJob(this=name, properties=properties, comment=comment, expression=body)
             )
             node.meta["do_sql"] = self.sql[start.start : self._prev.end + 1]
             return node
@@ -648,165 +197,14 @@ class Galene(Doris):
             name = self._parse_id_var()
             if name is None or not self._match_text_seq("PROPERTIES"):
                 self.raise_error("Expected ALTER JOB <name> PROPERTIES (…)")
-            return self.expression(AlterJob(this=name, properties=self._parse_job_properties()))
+            return self.expression(nodes.AlterJob(this=name, properties=self._parse_property_list()))
 
         def _parse_job_control(self, action: str) -> exp.Expr:
             exists = action == "DROP" and self._match_text_seq("IF", "EXISTS")
             where = self._parse_where()
             if where is None:
                 self.raise_error(f"Expected WHERE jobname = '…' after {action} JOB")
-            return self.expression(JobControl(this=action, where=where, exists=exists))
-
-        # --- users and privileges ---------------------------------------------------------
-        def _parse_account_statement(self) -> exp.Expr | None:
-            """Doris' user/role statements, or None (nothing consumed) for any other statement."""
-            words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 3]]
-            if len(words) > 1 and words[0] in ("CREATE", "ALTER", "DROP") and words[1] in ("USER", "ROLE"):
-                self._advance(2)
-                return self._parse_user_or_role(f"{words[0]} {words[1]}")
-            if (
-                words[:2] == ["SET", "PASSWORD"]
-                and self._tokens[self._index + 1].token_type != TokenType.STRING
-            ):
-                self._advance(2)
-                return self._parse_set_password()
-            if words[:1] in (["GRANT"], ["REVOKE"]):
-                self._advance()
-                return self._parse_grant(words[0])
-            if words[:2] == ["SHOW", "GRANTS"] or words == ["SHOW", "ALL", "GRANTS"]:
-                all_ = words[1] == "ALL"
-                self._advance(3 if all_ else 2)
-                user = self._parse_user_identity() if self._match_text_seq("FOR") else None
-                return self.expression(AccountStatement(this="SHOW GRANTS", user=user, all=all_))
-            if words[:2] == ["SHOW", "ROLES"]:
-                self._advance(2)
-                return self.expression(AccountStatement(this="SHOW ROLES"))
-            return None
-
-        def _parse_account_name(self, what: str) -> str:
-            """A user or role name: 'quoted', `backquoted` or bare."""
-            if self._match(TokenType.STRING):
-                return self._prev.text
-            name = self._parse_id_var(any_token=False)
-            if name is None:
-                self.raise_error(f"Expected a {what} name")
-            return name.name
-
-        def _parse_user_identity(self) -> exp.Expr:
-            name = self._parse_account_name("user")
-            host = None
-            if self._match(TokenType.PARAMETER):  # '@'
-                if self._match(TokenType.L_BRACKET):
-                    self.raise_error("Galene does not support domain user identities ('user'@['domain'])")
-                if self._match(TokenType.STRING) or self._match(TokenType.MOD):
-                    host = self._prev.text
-                else:
-                    host_id = self._parse_id_var(any_token=False)
-                    if host_id is None:
-                        self.raise_error("Expected a host after '@'")
-                    host = host_id.name
-            return self.expression(UserIdentity(this=name, host=host))
-
-        def _parse_password_spec(self, args: dict) -> None:
-            """`IDENTIFIED BY [PASSWORD] 'text'` (PASSWORD: the text is the stored hash)."""
-            if self._match_text_seq("IDENTIFIED", "BY"):
-                hashed = self._match_text_seq("PASSWORD")
-                if not self._match(TokenType.STRING):
-                    self.raise_error("Expected a quoted password after IDENTIFIED BY")
-                args["hashed" if hashed else "password"] = self._prev.text
-
-        def _parse_user_or_role(self, what: str) -> exp.Expr:
-            args: dict = {"this": what}
-            verb, kind = what.split()
-            if verb == "CREATE":
-                args["exists"] = self._match_text_seq("IF", "NOT", "EXISTS")
-            elif verb == "DROP" or kind == "USER":
-                args["exists"] = self._match_text_seq("IF", "EXISTS")
-            if kind == "ROLE":
-                args["role"] = self._parse_account_name("role")
-            else:
-                args["user"] = self._parse_user_identity()
-                self._parse_password_spec(args)
-                if verb == "CREATE" and self._match_text_seq("DEFAULT", "ROLE"):
-                    args["role"] = self._parse_account_name("role")
-            while self._curr is not None and verb != "DROP":
-                if self._match(TokenType.COMMENT):
-                    if not self._match(TokenType.STRING):
-                        self.raise_error("Expected a quoted comment")
-                    args["comment"] = self._prev.text
-                elif self._match_text_seq("ACCOUNT_UNLOCK"):
-                    continue
-                elif self._match_texts(("PASSWORD_HISTORY", "PASSWORD_EXPIRE", "FAILED_LOGIN_ATTEMPTS",
-                                        "PASSWORD_LOCK_TIME", "PASSWORD_REUSE")):  # fmt: skip
-                    self.raise_error(f"Galene does not support password policies ({self._prev.text})")
-                else:
-                    break
-            return self.expression(AccountStatement(**args))
-
-        def _parse_set_password(self) -> exp.Expr:
-            user = self._parse_user_identity() if self._match_text_seq("FOR") else None
-            if not self._match(TokenType.EQ):
-                self.raise_error("Expected '=' in SET PASSWORD")
-            args: dict = {"this": "SET PASSWORD", "user": user}
-            if self._match_text_seq("PASSWORD"):
-                if not (self._match(TokenType.L_PAREN) and self._match(TokenType.STRING)):
-                    self.raise_error("Expected PASSWORD('password')")
-                args["password"] = self._prev.text
-                if not self._match(TokenType.R_PAREN):
-                    self.raise_error("Expected ')' after PASSWORD('password'")
-            elif self._match(TokenType.STRING):
-                args["hashed"] = self._prev.text
-            else:
-                self.raise_error("Expected PASSWORD('password') or the quoted password hash")
-            return self.expression(AccountStatement(**args))
-
-        def _parse_privilege_level(self) -> list[str]:
-            parts: list[str] = []
-            while True:
-                if self._match(TokenType.STAR):
-                    parts.append("*")
-                else:
-                    part = self._parse_id_var(any_token=True)
-                    if part is None:
-                        self.raise_error("Expected a privilege level like db.*, db.tbl or ctl.db.tbl")
-                    parts.append(part.name)
-                if not self._match(TokenType.DOT):
-                    return parts
-
-        def _parse_grant(self, verb: str) -> exp.Expr:
-            args: dict = {"this": verb}
-            if self._curr is not None and self._curr.token_type == TokenType.STRING:
-                roles = []
-                while self._match(TokenType.STRING):
-                    roles.append(self._prev.text)
-                    if not self._match(TokenType.COMMA):
-                        break
-                args["roles"] = roles
-            else:
-                privileges = []
-                while self._curr is not None and self._curr.text.upper() != "ON":
-                    self._advance()
-                    privileges.append(self._prev.text)
-                    if self._match(TokenType.L_PAREN, advance=False):
-                        self.raise_error("Galene does not support column privileges")
-                    if not self._match(TokenType.COMMA):
-                        break
-                if not privileges or not self._match_text_seq("ON"):
-                    self.raise_error(f"Expected {verb} privilege[, …] ON … or {verb} 'role'[, …]")
-                args["privileges"] = privileges
-                if self._match_text_seq("RESOURCE"):
-                    args["on"], args["target"] = "RESOURCE", self._parse_account_name("resource")
-                elif self._match_text_seq("WORKLOAD", "GROUP"):
-                    args["on"], args["target"] = "WORKLOAD GROUP", self._parse_account_name("workload group")
-                else:
-                    args["on"], args["target"] = "TABLE", self._parse_privilege_level()
-            if not self._match_text_seq("TO" if verb == "GRANT" else "FROM"):
-                self.raise_error(f"Expected {'TO' if verb == 'GRANT' else 'FROM'} after the privilege level")
-            if "roles" not in args and self._match_text_seq("ROLE"):
-                args["role"] = self._parse_account_name("role")
-            else:
-                args["user"] = self._parse_user_identity()
-            return self.expression(AccountStatement(**args))
+            return self.expression(nodes.JobControl(this=action, where=where, exists=exists))
 
         def _parse_partition_names(self) -> list[exp.Expr]:
             """`PARTITION p`, `PARTITION (p, …)` or `PARTITIONS (p, …)`; [] when absent."""
@@ -825,7 +223,7 @@ class Galene(Doris):
             table = self._parse_table_parts()
             partitions = self._parse_partition_names()
             where = self._parse_where()
-            return self.expression(AdminCompact(this=table, partitions=partitions, where=where))
+            return self.expression(nodes.AdminCompact(this=table, partitions=partitions, where=where))
 
         def _parse_partition(self) -> exp.Partition | None:
             # Doris also writes `t PARTITION p` and `t PARTITIONS (p, …)` (DELETE, SELECT).
@@ -848,7 +246,7 @@ class Galene(Doris):
             where = self._parse_where()
             order = self._parse_order()
             limit = self._parse_limit()
-            return self.expression(OrderedShow(this=kind, db=db, where=where, order=order, limit=limit))
+            return self.expression(nodes.OrderedShow(this=kind, db=db, where=where, order=order, limit=limit))
 
         def _parse_show_partitions(self) -> exp.Expr:
             # SHOW [TEMPORARY] PARTITIONS FROM [db.]t [WHERE …] [ORDER BY …] [LIMIT n]
@@ -859,7 +257,7 @@ class Galene(Doris):
             order = self._parse_order()
             limit = self._parse_limit()
             return self.expression(
-                OrderedShow(
+                nodes.OrderedShow(
                     this="PARTITIONS",
                     target=table.this,
                     db=table.args.get("db"),
@@ -875,7 +273,7 @@ class Galene(Doris):
             order = self._parse_order()
             target = table.this if table is not None else None
             db = table.args.get("db") if table is not None else None
-            return self.expression(OrderedShow(this="DATA", target=target, db=db, order=order))
+            return self.expression(nodes.OrderedShow(this="DATA", target=target, db=db, order=order))
 
         def _parse_show_transaction(self) -> exp.Expr:
             # SHOW TRANSACTION [FROM db] WHERE id = N | label = '…'
@@ -887,8 +285,10 @@ class Galene(Doris):
                 self.raise_error("Expected FROM after SHOW TABLETS")
             table = self._parse_table_parts()
             partitions = self._parse_partition_names()
-            return self.expression(ShowTablets(this=table, partitions=partitions))
+            return self.expression(nodes.ShowTablets(this=table, partitions=partitions))
 
+        # Each top-level select item remembers the text it was written as: MySQL labels an
+        # unaliased result column with exactly that text (`COUNT(*)`, `k + 1`).
         def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
             return self._parse_csv(self._parse_projection_with_text), None
 
@@ -924,111 +324,6 @@ class Galene(Doris):
                 this = order
             return self.expression(exp.GroupConcat(this=this, separator=separator))
 
-        def _parse_column_constraint(self) -> exp.Expr | None:
-            curr = self._curr
-            if (
-                curr is not None
-                and curr.token_type != TokenType.STRING
-                and curr.text.upper() == "KEY"
-                and not (self._next and self._next.token_type == TokenType.L_PAREN)
-            ):
-                self._advance()
-                return self.expression(exp.ColumnConstraint(kind=KeyColumnConstraint()))
-            if (
-                curr is not None
-                and curr.token_type != TokenType.STRING
-                and curr.text.upper() in AGGREGATION_TYPES
-                and not (self._next and self._next.token_type == TokenType.L_PAREN)
-            ):
-                self._advance()
-                kind = AggregationColumnConstraint(this=exp.var(curr.text.upper()))
-                return self.expression(exp.ColumnConstraint(kind=kind))
-            return super()._parse_column_constraint()
-
-        def _parse_distributed_property(self) -> exp.DistributedByProperty:
-            kind = "HASH"
-            expressions: list[exp.Expr] | None = None
-            if self._match_text_seq("BY", "HASH"):
-                expressions = self._parse_wrapped_csv(self._parse_id_var)
-            elif self._match_text_seq("BY", "RANDOM"):
-                kind = "RANDOM"
-            else:
-                self.raise_error("Expected HASH or RANDOM after DISTRIBUTED BY")
-            buckets: exp.Expr | None = None
-            if self._match_text_seq("BUCKETS"):
-                if self._match_text_seq("AUTO"):
-                    buckets = exp.var("AUTO")
-                else:
-                    buckets = self._parse_number()
-                    if buckets is None:
-                        self.raise_error("Expected a number or AUTO after BUCKETS")
-            return self.expression(
-                exp.DistributedByProperty(expressions=expressions, kind=kind, buckets=buckets)
-            )
-
-        def _parse_partition_property(self) -> exp.Expr | None | list[exp.Expr]:
-            if self._match_text_seq("RANGE"):
-                node_cls: type[exp.Expr] = exp.PartitionByRangeProperty
-                value_parser = self._parse_partition_range_value
-            elif self._match_text_seq("LIST"):
-                node_cls = exp.PartitionByListProperty
-                value_parser = self._parse_partition_list_value
-            else:
-                return self._parse_partitioned_by()
-
-            columns = self._parse_wrapped_csv(self._parse_assignment)
-            self._match_l_paren()
-            if self._match_text_seq("PARTITION", advance=False):
-                partitions = self._parse_csv(value_parser)
-            elif node_cls is exp.PartitionByRangeProperty and self._match_text_seq("FROM", advance=False):
-                partitions = self._parse_csv(self._parse_partitioning_granularity_dynamic)
-            else:
-                partitions = []
-            self._match_r_paren()
-            node = node_cls(partition_expressions=columns, create_expressions=partitions)
-            # `()` (no partitions yet, e.g. for dynamic partitioning) is valid Doris but fails
-            # sqlglot's required-argument check, so only non-empty lists are validated.
-            return self.expression(node) if partitions else node
-
-        def _parse_partition_bound(self) -> exp.Expr | None:
-            if self._match_text_seq("MAXVALUE"):
-                return exp.var("MAXVALUE")
-            value = self._parse_bitwise()
-            if value is None:
-                self.raise_error("Expected a partition bound value")
-            return value
-
-        def _parse_partition_range_value(self) -> exp.Expr | None:
-            self._match_text_seq("PARTITION")
-            self._match_text_seq("IF", "NOT", "EXISTS")
-            name = self._parse_id_var()
-            if name is None:
-                self.raise_error("Expected a partition name")
-            if self._match_text_seq("VALUES", "LESS", "THAN"):
-                if self._match_text_seq("MAXVALUE"):
-                    values = [exp.var("MAXVALUE")]
-                else:
-                    values = self._parse_wrapped_csv(self._parse_partition_bound)
-                return self.expression(RangePartitionLessThan(this=name, expressions=values))
-            if self._match_text_seq("VALUES") and self._match(TokenType.L_BRACKET):
-                lower = self._parse_wrapped_csv(self._parse_partition_bound)
-                self._match(TokenType.COMMA)
-                upper = self._parse_wrapped_csv(self._parse_partition_bound)
-                if not self._match(TokenType.R_PAREN):
-                    self.raise_error("Expected ')' closing a VALUES [lower, upper) range")
-                return self.expression(RangePartitionFixed(this=name, lower=lower, upper=upper))
-            self.raise_error("Expected VALUES LESS THAN (...) or VALUES [(...), (...))")
-            return None
-
-        def _parse_partition_list_value(self) -> exp.Expr:
-            self._match_text_seq("PARTITION")
-            self._match_text_seq("IF", "NOT", "EXISTS")
-            name = self._parse_id_var()
-            if name is None or not self._match_text_seq("VALUES", "IN"):
-                self.raise_error("Expected PARTITION <name> VALUES IN (...)")
-            values = self._parse_wrapped_csv(self._parse_bitwise)
-            return self.expression(ListPartition(this=name, expressions=values))
-
         def _parse_describe(self) -> exp.Describe:
             # EXPLAIN [VERBOSE | GRAPH | … PLAN] <query>: the level words before the query.
             levels: list[str] = []
@@ -1042,7 +337,7 @@ class Galene(Doris):
             if levels:
                 node.set("style", " ".join(levels))
             if self._match(TokenType.ALL):
-                return self.expression(DescribeAll(**node.args))
+                return self.expression(nodes.DescribeAll(**node.args))
             return node
 
         def _parse_alter(self) -> exp.Expr:
@@ -1066,14 +361,8 @@ class Galene(Doris):
                 self.raise_error("Expected 'host:port' after BACKEND")
             properties: list[exp.Expr] = []
             if self._match_text_seq("PROPERTIES") or self._match(TokenType.SET):
-                properties = self._parse_backend_properties()
-            return self.expression(AlterSystem(this=action, expressions=hosts, properties=properties))
-
-        def _parse_backend_properties(self) -> list[exp.Expr]:
-            props: list[exp.Expr] = []
-            for item in self._parse_wrapped_properties():
-                props.extend(item) if isinstance(item, list) else props.append(item)
-            return props
+                properties = self._parse_property_list()
+            return self.expression(nodes.AlterSystem(this=action, expressions=hosts, properties=properties))
 
         def _parse_insert_table(self) -> exp.Expr | None:
             target = self._parse_table(schema=True, parse_partition=True)
@@ -1082,10 +371,10 @@ class Galene(Doris):
                 if label is None:
                     self.raise_error("Expected a label after WITH LABEL")
                 target = self._parse_schema(this=target)
-                return self.expression(LabeledInsertTarget(this=target, label=label))
+                return self.expression(nodes.LabeledInsertTarget(this=target, label=label))
             return target
 
-    class Generator(Doris.Generator):
+    class Generator(AccountGenerator, SchemaGenerator, Doris.Generator):
         TYPE_MAPPING: t.ClassVar[dict] = {
             **Doris.Generator.TYPE_MAPPING,
             exp.DType.INT128: "LARGEINT",
@@ -1100,84 +389,29 @@ class Galene(Doris):
 
         TRANSFORMS: t.ClassVar[dict] = {
             **Doris.Generator.TRANSFORMS,
-            UserIdentity: lambda self, e: self._user_identity_sql(e),
-            AccountStatement: lambda self, e: self._account_statement_sql(e),
-            AggregationColumnConstraint: lambda self, e: self.sql(e, "this"),
-            RangePartitionLessThan: lambda self, e: self._range_less_than_sql(e),
-            RangePartitionFixed: lambda self, e: (
-                f"PARTITION {self.sql(e, 'this')} VALUES "
-                f"[({self.expressions(e, key='lower', flat=True)}), "
-                f"({self.expressions(e, key='upper', flat=True)}))"
-            ),
-            ListPartition: lambda self, e: (
-                f"PARTITION {self.sql(e, 'this')} VALUES IN ({self.expressions(e, flat=True)})"
-            ),
-            DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
-            OrderedShow: lambda self, e: self.show_sql(e),
-            AlterSystem: lambda self, e: self._alter_system_sql(e),
-            LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
-            AdminCompact: lambda self, e: (
+            **ACCOUNT_TRANSFORMS,
+            **SCHEMA_TRANSFORMS,
+            nodes.DescribeAll: lambda self, e: f"{self.describe_sql(e)} ALL",
+            nodes.OrderedShow: lambda self, e: self.show_sql(e),
+            nodes.AlterSystem: lambda self, e: self._alter_system_sql(e),
+            nodes.LabeledInsertTarget: lambda self, e: self._labeled_target_sql(e),
+            nodes.AdminCompact: lambda self, e: (
                 f"ADMIN COMPACT TABLE {self.sql(e, 'this')}{self._partition_names_sql(e)}{self.sql(e, 'where')}"
             ),
-            ShowTablets: lambda self, e: (
+            nodes.ShowTablets: lambda self, e: (
                 f"SHOW TABLETS FROM {self.sql(e, 'this')}{self._partition_names_sql(e)}"
             ),
-            CreateJob: lambda self, e: self._create_job_sql(e),
-            AlterJob: lambda self, e: (
-                f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
+            nodes.CreateJob: lambda self, e: self._create_job_sql(e),
+            nodes.AlterJob: lambda self, e: (
+                f"ALTER JOB {self.sql(e, 'this')} PROPERTIES ({', '.join(self.sql(p) for p in property_pairs(e))})"
             ),
-            KeyColumnConstraint: lambda self, e: "KEY",
-            AlterTableClauses: lambda self, e: (
-                f"ALTER TABLE {self.sql(e, 'this')} {self.expressions(e, flat=True)}"
-            ),
-            AddColumnsClause: lambda self, e: (
-                f"ADD COLUMN ({self.expressions(e, flat=True)}){self._position_sql(e)}"
-            ),
-            DropColumnClause: lambda self, e: f"DROP COLUMN {self.sql(e, 'this')}",
-            ModifyColumnClause: lambda self, e: f"MODIFY COLUMN {self.sql(e, 'this')}{self._position_sql(e)}",
-            RenameColumnClause: lambda self, e: (
-                f"RENAME COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}"
-            ),
-            ModifyCommentClause: lambda self, e: f"MODIFY COMMENT {self.sql(e, 'this')}",
-            IndexDef: lambda self, e: (
-                f"INDEX {'IF NOT EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
-                f" ({self.expressions(e, flat=True)})"
-                + (f" USING {e.args['kind']}" if e.args.get("kind") else "")
-                + (
-                    f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
-                    if _property_pairs(e)
-                    else ""
-                )
-                + (f" COMMENT {self.sql(e, 'comment')}" if e.args.get("comment") is not None else "")
-            ),
-            AddIndexClause: lambda self, e: f"ADD {self.sql(e, 'this')}",
-            DropIndexClause: lambda self, e: (
-                f"DROP INDEX {'IF EXISTS ' if e.args.get('exists') else ''}{self.sql(e, 'this')}"
-            ),
-            ReplaceWithTableClause: lambda self, e: (
-                f"REPLACE WITH TABLE {self.sql(e, 'this')}"
-                + (
-                    f" PROPERTIES ({', '.join(self.sql(p) for p in _property_pairs(e))})"
-                    if _property_pairs(e)
-                    else ""
-                )
-            ),
-            CreateMaterializedView: lambda self, e: (
-                f"CREATE MATERIALIZED VIEW {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
-            ),
-            RefreshMaterializedView: lambda self, e: f"REFRESH MATERIALIZED VIEW {self.sql(e, 'this')}",
-            JobControl: lambda self, e: (
+            nodes.JobControl: lambda self, e: (
                 f"{e.name} JOB{' IF EXISTS' if e.args.get('exists') else ''}{self.sql(e, 'where')}"
             ),
         }
 
-        def _position_sql(self, e: exp.Expr) -> str:
-            if e.args.get("first"):
-                return " FIRST"
-            return f" AFTER {self.sql(e, 'after')}" if e.args.get("after") is not None else ""
-
-        def _create_job_sql(self, e: CreateJob) -> str:
-            props = _property_pairs(e)
+        def _create_job_sql(self, e: nodes.CreateJob) -> str:
+            props = property_pairs(e)
             sql = f"CREATE JOB {self.sql(e, 'this')}"
             if props:
                 sql += f" PROPERTIES ({', '.join(self.sql(p) for p in props)})"
@@ -1190,24 +424,16 @@ class Galene(Doris):
             names = e.args.get("partitions") or []
             return f" PARTITION ({', '.join(self.sql(n) for n in names)})" if names else ""
 
-        def _range_less_than_sql(self, e: RangePartitionLessThan) -> str:
-            values = e.expressions
-            if len(values) == 1 and isinstance(values[0], exp.Var) and values[0].name == "MAXVALUE":
-                bound = "MAXVALUE"
-            else:
-                bound = f"({self.expressions(e, flat=True)})"
-            return f"PARTITION {self.sql(e, 'this')} VALUES LESS THAN {bound}"
-
-        def _alter_system_sql(self, e: AlterSystem) -> str:
+        def _alter_system_sql(self, e: nodes.AlterSystem) -> str:
             hosts = self.expressions(e, flat=True)
             sql = f"ALTER SYSTEM {e.name} BACKEND {hosts}"
-            props = _property_pairs(e)
+            props = property_pairs(e)
             if props:
                 keyword = "SET" if e.name == "MODIFY" else "PROPERTIES"
                 sql += f" {keyword} ({', '.join(self.sql(p) for p in props)})"
             return sql
 
-        def _labeled_target_sql(self, e: LabeledInsertTarget) -> str:
+        def _labeled_target_sql(self, e: nodes.LabeledInsertTarget) -> str:
             target = e.this
             if isinstance(target, exp.Schema):
                 columns = f" ({self.expressions(target, flat=True)})"
@@ -1215,53 +441,6 @@ class Galene(Doris):
             else:
                 columns, table = "", self.sql(target)
             return f"{table} WITH LABEL {self.sql(e, 'label')}{columns}"
-
-        def _user_identity_sql(self, e: UserIdentity) -> str:
-            host = e.args.get("host")
-            return _quote(e.name) + (f"@{_quote(host)}" if host is not None else "")
-
-        def _account_statement_sql(self, e: AccountStatement) -> str:
-            """Doris SQL of a user/role statement (a clear password prints as '***')."""
-            what, a = e.name, e.args
-            parts = [what]
-            if a.get("exists"):
-                parts.append("IF NOT EXISTS" if what.startswith("CREATE") else "IF EXISTS")
-            if what in ("GRANT", "REVOKE"):
-                if a.get("roles"):
-                    parts.append(", ".join(_quote(r) for r in a["roles"]))
-                else:
-                    parts.append(", ".join(a.get("privileges") or []))
-                    target = a.get("target")
-                    if a.get("on") == "TABLE":
-                        parts.append("ON " + ".".join(target))
-                    else:
-                        parts.append(f"ON {a.get('on')} {_quote(target)}")
-                parts.append("TO" if what == "GRANT" else "FROM")
-                parts.append(f"ROLE {_quote(a['role'])}" if a.get("role") else self.sql(e, "user"))
-                return " ".join(parts)
-            if what == "SHOW GRANTS":
-                parts = ["SHOW ALL GRANTS" if a.get("all") else "SHOW GRANTS"]
-                if a.get("user") is not None:
-                    parts.append(f"FOR {self.sql(e, 'user')}")
-                return " ".join(parts)
-            if what == "SET PASSWORD":
-                if a.get("user") is not None:
-                    parts.append(f"FOR {self.sql(e, 'user')}")
-                value = "PASSWORD('***')" if a.get("password") is not None else _quote(a.get("hashed") or "")
-                return " ".join([*parts, "=", value])
-            if what.endswith("ROLE"):
-                parts.append(_quote(a["role"]))
-            else:
-                parts.append(self.sql(e, "user"))
-            if a.get("password") is not None:
-                parts.append("IDENTIFIED BY '***'")
-            elif a.get("hashed") is not None:
-                parts.append(f"IDENTIFIED BY PASSWORD {_quote(a['hashed'])}")
-            if what == "CREATE USER" and a.get("role"):
-                parts.append(f"DEFAULT ROLE {_quote(a['role'])}")
-            if a.get("comment") is not None:
-                parts.append(f"COMMENT {_quote(a['comment'])}")
-            return " ".join(parts)
 
 
 def parse_one(sql: str) -> exp.Expr:

@@ -69,12 +69,12 @@ import functools
 import re
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
-import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
+from galene.sql import int_cast
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
@@ -977,20 +977,13 @@ def _cast_type(node: exp.DataType) -> exp.DataType:
 
 
 # --- CAST to an integer type ------------------------------------------------------------
-# Doris' integer rule (galene/common/intcast.py, its one home) spelled in Spark SQL: the engines'
-# own casts differ from Doris and from each other (Spark saturates 1e20 to BIGINT's maximum,
-# wraps 300 into TINYINT and reads '.5' as 0; Sail fails the query on CAST('20.50' AS BIGINT)
-# and on any overflow). The rewrite does not know the operand's type, so it dispatches on
-# `typeof` (every branch must type-check for every operand type); constants are folded here.
+# Doris' integer rule spelled in Spark SQL, and folded for constants: galene/sql/int_cast.py.
 _INT_CAST_TARGETS = {
     exp.DType.TINYINT: "TINYINT",
     exp.DType.SMALLINT: "SMALLINT",
     exp.DType.INT: "INT",
     exp.DType.BIGINT: "BIGINT",
 }
-# LARGEINT values the engines compute with are DECIMAL(38, 0): a CAST answers NULL for values
-# beyond 38 digits (Apache Spark cannot hold them; see docs/ARCHITECTURE.md, LARGEINT).
-_LARGEINT_CAST_DIGITS = 38
 
 
 def _integer_target(to: exp.DataType) -> str | None:
@@ -1015,71 +1008,20 @@ def _fold_integer_cast(value: exp.Expr, name: str) -> exp.Expr | None:
         if not isinstance(inner, exp.Literal) or inner.is_string:
             return None
         text = intcast.plain_number_text(("-" if negative else "") + inner.name)  # a DOUBLE literal
-    values, ok = intcast.parse_int_text(pa.array([text], pa.string()), name)
+    result = int_cast.cast_constant(text, name)
     spark_type = _SPARK_INT[name]
-    if not ok[0]:
-        return _cast(exp.Null(), spark_type)
-    result = int(values[0].as_py())
-    if len(str(abs(result))) > _LARGEINT_CAST_DIGITS:
+    if result is None:
         return _cast(exp.Null(), spark_type)
     out = _cast(_num(str(result)), spark_type)
     out.meta["doris_number"] = (Decimal(result), name, _int_decimal_precision(Decimal(result)), 0)
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def _integer_cast_template(name: str) -> str:
-    """The Spark SQL of CAST(__x AS <name>) for an operand of any type.
-
-    The operand is only ever read as text (`CAST(__x AS STRING)`, valid for every type on both
-    engines), and every conversion is a TRY_CAST or cannot fail: Spark's analyzer checks every
-    branch against the operand's type (TRY_CAST follows ANSI rules, which refuse DATE → INT),
-    and Sail folds a constant operand through the branches a CASE does not take (a plain CAST
-    there, 'abc' AS DOUBLE, fails the query). Strings go through intcast's regular expression
-    (`$1$2` is the canonical integer); integers' text through TRY_CAST (NULL on overflow);
-    decimals as strings (Spark writes those below 1e-6 in E notation: they truncate to 0);
-    doubles as TRY_CAST of their (round-tripping) text, which truncates and answers NULL on
-    overflow, NaN and infinity, with an explicit upper bound (Spark's TRY_CAST(2^63 AS BIGINT)
-    saturates); booleans 1/0; dates and datetimes their digits (yyyymmdd[hhmmss]) where Doris
-    casts them; anything else NULL.
-    """
-    regex = exp.Literal.string(intcast.INT_TEXT_REGEX).sql(dialect="spark")
-    text = "CAST(__x AS STRING)"
-    number = f"try_cast({text} AS DOUBLE)"
-    target = "DECIMAL(38, 0)" if name == "LARGEINT" else name
-    from_text = f"CASE WHEN {text} RLIKE {regex} THEN try_cast(regexp_replace({text}, {regex}, '$1$2') AS {target}) END"
-    if name == "LARGEINT":
-        # Doubles below 2^63 truncate through BIGINT (a decimal cast would round); larger ones
-        # are whole numbers already.
-        from_double = (
-            f"CASE WHEN abs({number}) < CAST(9223372036854775808 AS DOUBLE) "
-            f"THEN try_cast(try_cast({number} AS BIGINT) AS {target}) ELSE try_cast({number} AS {target}) END"
-        )
-    else:
-        hi = intcast.INT_BOUNDS[name][1]
-        from_double = f"CASE WHEN {number} < CAST({hi + 1} AS DOUBLE) THEN try_cast({number} AS {target}) END"
-    digits = f"regexp_replace({text}, '[^0-9]', '')"
-    temporal = ""
-    if name in ("INT", "BIGINT", "LARGEINT"):  # Doris casts a date to INT and wider
-        temporal += f"WHEN typeof(__x) = 'date' THEN try_cast(substring({digits}, 1, 8) AS {target}) "
-    if name in ("BIGINT", "LARGEINT"):  # … and a datetime to BIGINT and wider
-        temporal += f"WHEN typeof(__x) LIKE 'timestamp%' THEN try_cast(substring({digits}, 1, 14) AS {target}) "
-    return (
-        f"CASE WHEN typeof(__x) = 'string' THEN {from_text} "
-        f"WHEN typeof(__x) IN ('tinyint', 'smallint', 'int', 'bigint') THEN try_cast({text} AS {target}) "
-        f"WHEN typeof(__x) LIKE 'decimal%' THEN CASE WHEN {text} LIKE '%E%' THEN CAST(0 AS {target}) ELSE {from_text} END "
-        f"WHEN typeof(__x) IN ('double', 'float') THEN {from_double} "
-        f"WHEN typeof(__x) = 'boolean' THEN CASE {text} WHEN 'true' THEN CAST(1 AS {target}) "
-        f"WHEN 'false' THEN CAST(0 AS {target}) END "
-        f"{temporal}END"
-    )
-
-
 def _integer_cast(value: exp.Expr, name: str) -> exp.Expr:
     folded = _fold_integer_cast(value, name)
     if folded is not None:
         return folded
-    return _tpl(_integer_cast_template(name), x=value)
+    return _tpl(int_cast.integer_cast_template(name), x=value)
 
 
 # --- window functions -------------------------------------------------------------------

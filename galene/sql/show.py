@@ -1,23 +1,16 @@
-"""Rendering table metadata the way Doris shows it: SHOW CREATE TABLE, DESC, SHOW COLUMNS.
-
-Owns the text layout of SHOW CREATE TABLE (keys on their own line — dbt looks for
-"\\nUNIQUE KEY(" — partitions, distribution, properties) and the rows of DESC [ALL] and
-SHOW [FULL] COLUMNS. The SHOW CREATE TABLE text parses back, with the Galene dialect and
-`galene.sql.ddl.table_from_create`, into the same table definition. Hidden columns (the
-delete sign) are never shown.
+"""The rows of the SHOW statements that describe a table or a view: DESC [ALL], SHOW [FULL]
+COLUMNS and SHOW INDEX, as Doris lists them, and the WHERE filter Doris' SHOW statements take
+(`row_matches`). Hidden columns (the delete sign) are never shown. The CREATE texts (SHOW
+CREATE TABLE / VIEW / MATERIALIZED VIEW) are `galene.sql.ddl.render`'s.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from galene.catalog.model import Column, Index, Partition, Table
-from galene.sql.ddl import bound_sort_key
-from galene.sql.dialect import Galene
-
-_KEYS_SQL = {"DUP_KEYS": "DUPLICATE KEY", "UNIQUE_KEYS": "UNIQUE KEY", "AGG_KEYS": "AGGREGATE KEY"}
-# Defaults Doris prints unquoted because they are functions, not literals.
-_FUNCTION_DEFAULTS = ("CURRENT_TIMESTAMP", "CURRENT_DATE")
+from galene.catalog.model import Column, Table
+from galene.sql.ddl.render import index_properties_sql
+from galene.sql.like import like_match
 
 DESC_COLUMNS = ["Field", "Type", "Null", "Key", "Default", "Extra"]
 DESC_ALL_COLUMNS = [
@@ -48,84 +41,6 @@ SHOW_FULL_COLUMNS_COLUMNS = [
 ]
 
 
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def quote_string(value: str, quote: str = '"') -> str:
-    """A string literal the MySQL/Doris tokenizer reads back to `value`."""
-    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
-    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return quote + escaped + quote
-
-
-def _default_sql(default: str) -> str:
-    if default.upper().startswith(_FUNCTION_DEFAULTS):
-        return default
-    return quote_string(default)
-
-
-def _column_sql(c: Column) -> str:
-    parts = [quote_ident(c.name), c.type.to_sql()]
-    if c.aggregation:
-        parts.append(c.aggregation)
-    parts.append("NULL" if c.nullable else "NOT NULL")
-    if c.default is not None:
-        parts.append(f"DEFAULT {_default_sql(c.default)}")
-    parts.append(f"COMMENT {quote_string(c.comment)}")
-    return "  " + " ".join(parts)
-
-
-def _partition_name(name: str) -> str:
-    # Doris prints partition names bare; quote only what would not read back as a name.
-    return exp.to_identifier(name).sql(dialect=Galene)
-
-
-def _values_sql(values: list[str]) -> str:
-    return "(" + ", ".join("MAXVALUE" if v == "MAXVALUE" else quote_string(v) for v in values) + ")"
-
-
-def _range_partition_sql(p: Partition) -> str:
-    upper = "(MAXVALUE)" if p.range_upper is None else _values_sql(p.range_upper)
-    if p.range_lower is None:
-        # The lowest partition: LESS THAN reads back with an unbounded lower end.
-        return f"PARTITION {_partition_name(p.name)} VALUES LESS THAN {upper}"
-    return f"PARTITION {_partition_name(p.name)} VALUES [{_values_sql(p.range_lower)}, {upper})"
-
-
-def _list_partition_sql(p: Partition, n_columns: int) -> str:
-    if n_columns == 1:
-        items = ", ".join(quote_string(item[0]) for item in p.list_values)
-    else:
-        items = ", ".join(_values_sql(item) for item in p.list_values)
-    return f"PARTITION {_partition_name(p.name)} VALUES IN ({items})"
-
-
-def _partition_order(table: Table) -> list[Partition]:
-    if table.partition_type != "RANGE":
-        return list(table.partitions)
-    # Printed lowest range first so the unbounded-below partition precedes the rest.
-    columns = [table.column(n) for n in table.partition_columns]
-    return sorted(table.partitions, key=lambda p: bound_sort_key(p.range_lower, columns, False))
-
-
-def index_properties_sql(index: Index) -> str:
-    """An index's properties as Doris prints them (Index.getPropertiesString): `("k" = "v")`."""
-    if not index.properties:
-        return ""
-    return (
-        "(" + ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in index.properties.items()) + ")"
-    )
-
-
-def _index_sql(index: Index) -> str:
-    cols = ",".join(quote_ident(c) for c in index.columns)
-    text = f"  INDEX {index.name} ({cols}) USING {index.index_type}"
-    if index.properties:
-        text += f" PROPERTIES{index_properties_sql(index)}"
-    return text + " COMMENT " + quote_string(index.comment, "'")
-
-
 def index_rows(table: Table) -> list[tuple]:
     """SHOW INDEX rows (Doris' ShowIndexCommand: one row per index, columns joined by ',')."""
     return [
@@ -133,38 +48,6 @@ def index_rows(table: Table) -> list[tuple]:
          index_properties_sql(i))
         for i in table.indexes
     ]  # fmt: skip
-
-
-def show_create_table(table: Table, db_name: str | None = None) -> str:
-    """The SHOW CREATE TABLE text. Doris prints the bare table name; `db_name` is not part
-    of the text and is accepted so callers need not special-case it."""
-    lines = [f"CREATE TABLE {quote_ident(table.name)} ("]
-    columns = [_column_sql(c) for c in table.visible_columns()]
-    columns += [_index_sql(i) for i in table.indexes]
-    lines.append(",\n".join(columns))
-    lines.append(") ENGINE=OLAP")
-    lines.append(f"{_KEYS_SQL[table.keys_type]}({', '.join(quote_ident(k) for k in table.key_columns)})")
-    lines.append("COMMENT " + quote_string(table.comment or "OLAP", "'"))
-    if table.partition_type != "UNPARTITIONED":
-        cols = ", ".join(quote_ident(c) for c in table.partition_columns)
-        lines.append(f"PARTITION BY {table.partition_type}({cols})")
-        if table.partition_type == "RANGE":
-            parts = [_range_partition_sql(p) for p in _partition_order(table)]
-        else:
-            parts = [_list_partition_sql(p, len(table.partition_columns)) for p in table.partitions]
-        lines.append("(" + ",\n".join(parts) + ")")
-    buckets = "AUTO" if table.buckets_auto else str(table.buckets)
-    if table.distribution_type == "HASH":
-        cols = ", ".join(quote_ident(c) for c in table.distribution_columns)
-        lines.append(f"DISTRIBUTED BY HASH({cols}) BUCKETS {buckets}")
-    else:
-        lines.append(f"DISTRIBUTED BY RANDOM BUCKETS {buckets}")
-    if table.properties:
-        props = ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties.items())
-        lines.append(f"PROPERTIES (\n{props}\n);")
-    else:
-        lines[-1] += ";"
-    return "\n".join(lines)
 
 
 def _extra(c: Column) -> str:
@@ -235,8 +118,6 @@ def row_matches(where: exp.Expr | None, row: dict[str, object]) -> bool:
     statements take them. Walks the expression with an explicit stack (a WHERE can be long)."""
     if where is None:
         return True
-    from galene.sql.like import like_match
-
     lowered = {k.lower(): v for k, v in row.items()}
 
     def value(node: exp.Expr):
@@ -319,25 +200,7 @@ def _same(a, b) -> bool:
     return a == b if not isinstance(a, str) else a.lower() == b.lower()
 
 
-# --- views and materialized views -------------------------------------------------------------
-SHOW_CREATE_VIEW_COLUMNS = ["View", "Create View", "character_set_client", "collation_connection"]
-SHOW_CREATE_MV_COLUMNS = ["Materialized View", "Create Materialized View"]
-
-
-def show_create_view(view) -> str:
-    """SHOW CREATE VIEW's text, as Doris (2.1+) prints it: every output column, the comment,
-    the stored (qualified) definition."""
-    cols = ",".join(_view_column_sql(c) for c in view.columns)
-    comment = f" COMMENT {quote_string(view.comment, chr(39))}" if view.comment else ""
-    return f"CREATE VIEW {quote_ident(view.name)}\n({cols})\n{comment} AS {view.sql};"
-
-
-def _view_column_sql(c: Column) -> str:
-    return quote_ident(c.name) + (f" COMMENT {quote_string(c.comment, chr(39))}" if c.comment else "")
-
-
-def show_create_view_row(view) -> tuple:
-    return (view.name, show_create_view(view), "utf8mb4", "utf8mb4_0900_bin")
+# --- views ------------------------------------------------------------------------------------
 
 
 def describe_view(view, all: bool = False) -> tuple[list[str], list[list]]:
@@ -362,37 +225,3 @@ def show_view_columns(view, full: bool = False) -> tuple[list[str], list[list]]:
         else:
             rows.append([c.name, c.type.to_sql(), "YES", "NO", None, ""])
     return (SHOW_FULL_COLUMNS_COLUMNS if full else SHOW_COLUMNS_COLUMNS), rows
-
-
-def mv_refresh_info(mv) -> str:
-    """Doris' MTMVRefreshInfo text: `BUILD IMMEDIATE REFRESH COMPLETE ON SCHEDULE EVERY 1 HOUR …`."""
-    trigger = f"ON {mv.trigger}"
-    if mv.trigger == "SCHEDULE":
-        trigger += f" EVERY {mv.interval} {mv.unit}" + (f" STARTS {mv.starts}" if mv.starts else "")
-    return f"BUILD {mv.build} REFRESH {mv.method} {trigger}"
-
-
-def show_create_materialized_view(table: Table) -> str:
-    """SHOW CREATE MATERIALIZED VIEW: the definition as it reads back (column names, refresh
-    rule, keys, comment, distribution, properties, query)."""
-    mv = table.mtmv
-    cols = ", ".join(_view_column_sql(c) for c in table.visible_columns())
-    lines = [f"CREATE MATERIALIZED VIEW {quote_ident(table.name)} ({cols})"]
-    trigger = f"ON {mv.trigger}"
-    if mv.trigger == "SCHEDULE":
-        starts = f" STARTS {quote_string(mv.starts, chr(39))}" if mv.starts else ""
-        trigger += f" EVERY {mv.interval} {mv.unit}{starts}"
-    lines.append(f"BUILD {mv.build} REFRESH {mv.method} {trigger}")
-    lines.append(f"{_KEYS_SQL[table.keys_type]}({', '.join(quote_ident(k) for k in table.key_columns)})")
-    lines.append("COMMENT " + quote_string(table.comment, "'"))
-    buckets = "AUTO" if table.buckets_auto else str(table.buckets)
-    if table.distribution_type == "HASH":
-        cols = ", ".join(quote_ident(c) for c in table.distribution_columns)
-        lines.append(f"DISTRIBUTED BY HASH({cols}) BUCKETS {buckets}")
-    else:
-        lines.append(f"DISTRIBUTED BY RANDOM BUCKETS {buckets}")
-    if table.properties:
-        props = ",\n".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in table.properties.items())
-        lines.append(f"PROPERTIES (\n{props}\n)")
-    lines.append(f"AS {mv.query_sql};")
-    return "\n".join(lines)

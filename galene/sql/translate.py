@@ -192,8 +192,9 @@ def _outer_select(query: exp.Expr) -> exp.Select | None:
             return None
 
 
-def item_label(item: exp.Expr) -> str:
-    """The label MySQL gives a select item written without an alias: the item as written."""
+def expression_label(item: exp.Expr) -> str:
+    """The label MySQL gives an unaliased select item that is no column: the item as written
+    (a string literal: its value)."""
     if isinstance(item, exp.Literal) and item.is_string:
         return item.name  # MySQL labels a string literal with its value
     return item.meta.get("sql_text") or item.sql(dialect=Galene)
@@ -213,7 +214,7 @@ def output_labels(query: exp.Expr) -> list[str] | None:
         elif isinstance(item, exp.Column):
             labels.append(item.name)
         else:
-            labels.append(item_label(item))
+            labels.append(expression_label(item))
     return labels
 
 
@@ -226,7 +227,7 @@ def _alias_projections(query: exp.Expr) -> None:
         if isinstance(item, (exp.Alias, exp.Column, exp.Star)):
             items.append(item)
         else:
-            items.append(exp.alias_(item, item_label(item), quoted=True))
+            items.append(exp.alias_(item, expression_label(item), quoted=True))
     select.set("expressions", items)
 
 

@@ -18,8 +18,8 @@ from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
 from galene.fe import auth, grants
 from galene.fe import authorize as authz
-from galene.sql import statements as st
 from galene.sql.dialect import Galene
+from galene.sql.statements.parse import parse_statement
 
 
 @dataclass
@@ -222,7 +222,7 @@ def test_select_checks_every_table_but_not_ctes_functions_or_information_schema(
 
 # --- statements ----------------------------------------------------------------------------------
 def authorize(state: CatalogState, who: str, sql: str, db: str | None = "db") -> None:
-    authz.authorize(state, Ctx(user=who, database=db), st.parse_statement(sql))
+    authz.authorize(state, Ctx(user=who, database=db), parse_statement(sql))
 
 
 @pytest.mark.parametrize(
@@ -358,7 +358,7 @@ def test_passwords_never_reach_logs():
     assert "s3cret" not in auth.redact_passwords("CREATE USER 'u' IDENTIFIED BY 's3cret'")
     assert "s3cret" not in auth.redact_passwords("set password for u = PASSWORD('s3cret')")
     assert auth.redact_passwords("SELECT 1") == "SELECT 1"
-    printed = st.parse_statement("CREATE USER 'u'@'%' IDENTIFIED BY 's3cret'")
+    printed = parse_statement("CREATE USER 'u'@'%' IDENTIFIED BY 's3cret'")
     assert printed.password == "s3cret"  # hashed by the executor, never stored
     assert "s3cret" not in sqlglot.parse_one("ALTER USER u IDENTIFIED BY 's3cret'", read=Galene).sql(dialect=Galene)
 

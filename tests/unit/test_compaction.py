@@ -21,7 +21,8 @@ from galene.fe.compaction import (
 )
 from galene.fe.compaction_api import check_ids, rowset_line, status_json
 from galene.meta.store import MetaStore
-from galene.sql.statements import AdminCompact, ShowTablets, parse_statement
+from galene.sql.statements.cluster import AdminCompact, ShowTablets
+from galene.sql.statements.parse import parse_statement
 
 
 def rs(version: int, size: int, tablet: int = 7, files: int = 1) -> Rowset:

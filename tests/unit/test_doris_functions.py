@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from galene.common.errors import GaleneError
 from galene.sql.functions import DEFAULT_GROUP_CONCAT_SEPARATOR, mysql_format
-from galene.sql.statements import parse_statement
+from galene.sql.statements.parse import parse_statement
 from galene.sql.translate import to_spark_sql
 
 

@@ -12,9 +12,12 @@ import pytest
 
 from galene.catalog.model import Index, Table
 from galene.common.errors import GaleneError
-from galene.sql import statements as st
-from galene.sql.ddl import alter_table, table_from_create
-from galene.sql.show import index_rows, show_create_table
+from galene.sql.ddl.alter_table import alter_table
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.ddl.render import show_create_table
+from galene.sql.show import index_rows
+from galene.sql.statements.parse import parse_statement
+from galene.sql.statements.schema import AlterTableColumns
 
 DUP = (
     "CREATE TABLE t (k INT, v STRING, n VARCHAR(20), j JSON, "
@@ -25,7 +28,7 @@ DUP = (
 
 def create(sql: str) -> Table:
     ids = itertools.count(100)
-    return table_from_create(st.parse_statement(sql), db_id=1, alloc_id=lambda: next(ids), now=0.0)
+    return table_from_create(parse_statement(sql), db_id=1, alloc_id=lambda: next(ids), now=0.0)
 
 
 def error_of(fn, *args) -> str:
@@ -36,8 +39,8 @@ def error_of(fn, *args) -> str:
 
 def alter(table: Table, statement: str) -> Table:
     """`table` after an ALTER TABLE / CREATE INDEX / DROP INDEX statement, as apply_op leaves it."""
-    stmt = st.parse_statement(statement)
-    assert isinstance(stmt, st.AlterTableColumns), stmt
+    stmt = parse_statement(statement)
+    assert isinstance(stmt, AlterTableColumns), stmt
     fields = alter_table(table, stmt.actions)
     if fields is None:
         return table
@@ -80,8 +83,8 @@ def test_create_index_drop_index_and_alter_table_forms():
     assert t.indexes[2].properties == {"gram_size": "3", "bf_size": "1024"}
     assert "  INDEX idx_k (`k`) USING INVERTED COMMENT ''," in show_create_table(t)
     # IF NOT EXISTS / IF EXISTS with nothing to do: accepted, nothing to log.
-    assert alter_table(t, st.parse_statement("CREATE INDEX IF NOT EXISTS idx_k ON t (k)").actions) is None
-    assert alter_table(t, st.parse_statement("DROP INDEX IF EXISTS nope ON t").actions) is None
+    assert alter_table(t, parse_statement("CREATE INDEX IF NOT EXISTS idx_k ON t (k)").actions) is None
+    assert alter_table(t, parse_statement("DROP INDEX IF EXISTS nope ON t").actions) is None
     t = alter(t, "DROP INDEX idx_k ON t")
     t = alter(t, "ALTER TABLE t DROP INDEX idx_nb")
     assert [i.name for i in t.indexes] == ["idx_v", "idx_n"]

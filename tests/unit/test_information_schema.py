@@ -13,14 +13,24 @@ from galene.catalog.model import CatalogState, Database, Grants, Rowset, Txn, Us
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
 from galene.fe import auth
-from galene.sql import statements as st
-from galene.sql.ddl import table_from_create
+from galene.sql.ddl.create_table import table_from_create
 from galene.sql.dialect import Galene
 from galene.sql.information_schema import context as isc
 from galene.sql.information_schema import query as isq
 from galene.sql.information_schema import show_rows
 from galene.sql.information_schema import tables as ist
-from galene.sql.statements import parse_statement
+from galene.sql.statements.dml import Explain
+from galene.sql.statements.metadata import (
+    Describe,
+    ShowData,
+    ShowIndex,
+    ShowPartitions,
+    ShowProcesslist,
+    ShowStreamLoad,
+    ShowTableStatus,
+    ShowTransaction,
+)
+from galene.sql.statements.parse import parse_statement
 
 _ids = itertools.count(100)
 CREATED = 1_700_000_000.0
@@ -418,21 +428,21 @@ def test_show_table_status(state):
 @pytest.mark.parametrize(
     "sql, cls, fields",
     [
-        ("SHOW TABLE STATUS FROM d LIKE 'x%'", st.ShowTableStatus, {"db": "d", "like": "x%"}),
-        ("SHOW INDEX FROM d.t", st.ShowIndex, {"db": "d", "table": "t"}),
-        ("SHOW INDEXES FROM t IN d", st.ShowIndex, {"db": "d", "table": "t"}),
-        ("SHOW KEYS FROM t", st.ShowIndex, {"db": None, "table": "t"}),
-        ("SHOW PARTITIONS FROM d.t LIMIT 2", st.ShowPartitions, {"db": "d", "table": "t", "limit": 2}),
-        ("SHOW DATA", st.ShowData, {"db": None, "table": None}),
-        ("SHOW DATA FROM d.t", st.ShowData, {"db": "d", "table": "t"}),
-        ("SHOW STREAM LOAD FROM d LIMIT 3", st.ShowStreamLoad, {"db": "d", "limit": 3}),
-        ("SHOW TRANSACTION FROM d WHERE id = 3", st.ShowTransaction, {"db": "d"}),
-        ("SHOW PROCESSLIST", st.ShowProcesslist, {"full": False}),
-        ("SHOW FULL PROCESSLIST", st.ShowProcesslist, {"full": True}),
-        ("EXPLAIN SELECT 1", st.Explain, {"level": ""}),
-        ("EXPLAIN VERBOSE SELECT * FROM t", st.Explain, {"level": "VERBOSE"}),
-        ("explain shape plan with a as (select 1) select * from a", st.Explain, {"level": "SHAPE PLAN"}),
-        ("DESC verbose", st.Describe, {"table": "verbose"}),
+        ("SHOW TABLE STATUS FROM d LIKE 'x%'", ShowTableStatus, {"db": "d", "like": "x%"}),
+        ("SHOW INDEX FROM d.t", ShowIndex, {"db": "d", "table": "t"}),
+        ("SHOW INDEXES FROM t IN d", ShowIndex, {"db": "d", "table": "t"}),
+        ("SHOW KEYS FROM t", ShowIndex, {"db": None, "table": "t"}),
+        ("SHOW PARTITIONS FROM d.t LIMIT 2", ShowPartitions, {"db": "d", "table": "t", "limit": 2}),
+        ("SHOW DATA", ShowData, {"db": None, "table": None}),
+        ("SHOW DATA FROM d.t", ShowData, {"db": "d", "table": "t"}),
+        ("SHOW STREAM LOAD FROM d LIMIT 3", ShowStreamLoad, {"db": "d", "limit": 3}),
+        ("SHOW TRANSACTION FROM d WHERE id = 3", ShowTransaction, {"db": "d"}),
+        ("SHOW PROCESSLIST", ShowProcesslist, {"full": False}),
+        ("SHOW FULL PROCESSLIST", ShowProcesslist, {"full": True}),
+        ("EXPLAIN SELECT 1", Explain, {"level": ""}),
+        ("EXPLAIN VERBOSE SELECT * FROM t", Explain, {"level": "VERBOSE"}),
+        ("explain shape plan with a as (select 1) select * from a", Explain, {"level": "SHAPE PLAN"}),
+        ("DESC verbose", Describe, {"table": "verbose"}),
     ],
 )
 def test_metadata_statements_parse(sql, cls, fields):

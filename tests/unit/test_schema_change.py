@@ -14,12 +14,14 @@ import pytest
 
 from galene.catalog.model import Rowset, SchemaVersion, Table, columns_at, with_column_ids
 from galene.common.errors import AnalysisError
-from galene.sql import statements as st
-from galene.sql.ddl import alter_table, table_from_create
+from galene.sql.ddl.alter_table import alter_table
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.statements.parse import parse_statement
+from galene.sql.statements.schema import AlterTableColumns
 
 
 def create(sql: str) -> Table:
-    stmt = st.parse_statement(sql)
+    stmt = parse_statement(sql)
     ids = iter(range(100, 10_000))
     table = table_from_create(stmt, db_id=1, alloc_id=lambda: next(ids), now=0.0)
     return msgspec.structs.replace(table, columns=with_column_ids(table.columns))
@@ -27,8 +29,8 @@ def create(sql: str) -> Table:
 
 def alter(table: Table, clauses: str) -> Table:
     """`table` after `ALTER TABLE t <clauses>`, as apply_op leaves it."""
-    stmt = st.parse_statement(f"ALTER TABLE {table.name} {clauses}")
-    assert isinstance(stmt, st.AlterTableColumns), stmt
+    stmt = parse_statement(f"ALTER TABLE {table.name} {clauses}")
+    assert isinstance(stmt, AlterTableColumns), stmt
     fields = alter_table(table, stmt.actions)
     history = list(table.schema_history)
     if fields["previous_columns"] is not None:

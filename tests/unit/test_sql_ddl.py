@@ -9,8 +9,8 @@ import pytest
 from galene.catalog.model import DELETE_SIGN, Column
 from galene.common.errors import GaleneError
 from galene.common.types import ColumnType
-from galene.sql.ddl import table_from_create
-from galene.sql.statements import parse_statement
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.statements.parse import parse_statement
 
 
 def build(sql: str, **kw):

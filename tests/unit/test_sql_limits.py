@@ -8,7 +8,7 @@ import pytest
 
 from galene.common.errors import GaleneError
 from galene.sql.limits import check_sql_nesting_depth, recursion_limit_for, sql_nesting_depth
-from galene.sql.statements import parse_statement
+from galene.sql.statements.parse import parse_statement
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,10 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from galene.sql.ddl import table_from_create
-from galene.sql.show import desc_rows, describe, show_columns, show_create_table
-from galene.sql.statements import parse_statement
+from galene.sql.ddl.create_table import table_from_create
+from galene.sql.ddl.render import show_create_table
+from galene.sql.show import desc_rows, describe, show_columns
+from galene.sql.statements.parse import parse_statement
 
 
 def build(sql: str):

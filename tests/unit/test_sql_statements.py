@@ -6,74 +6,102 @@ import pytest
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql import statements as st
 from galene.sql.dialect import Galene
-from galene.sql.statements import parse_statement, split_statements
+from galene.sql.statements.base import Other
+from galene.sql.statements.cluster import (
+    AlterSystemAddBackend,
+    AlterSystemDropBackend,
+    AlterSystemModifyBackend,
+    ShowBackends,
+    ShowFrontends,
+    ShowProc,
+)
+from galene.sql.statements.dml import Insert, Query
+from galene.sql.statements.metadata import (
+    Describe,
+    ShowColumns,
+    ShowCreateDatabase,
+    ShowCreateTable,
+    ShowDatabases,
+    ShowTables,
+    ShowVariables,
+)
+from galene.sql.statements.parse import parse_statement
+from galene.sql.statements.schema import (
+    AlterTableRename,
+    AlterTableSetProperties,
+    CreateDatabase,
+    CreateTable,
+    DropDatabase,
+    DropTable,
+)
+from galene.sql.statements.session import Set, Use
+from galene.sql.statements.split import split_statements
 
 
 def test_show_and_describe_forms_classify():
     s = parse_statement("SHOW FULL TABLES FROM db LIKE 'x%'")
-    assert isinstance(s, st.ShowTables) and (s.db, s.full, s.like) == ("db", True, "x%")
+    assert isinstance(s, ShowTables) and (s.db, s.full, s.like) == ("db", True, "x%")
     s = parse_statement("show tables")
-    assert isinstance(s, st.ShowTables) and (s.db, s.full, s.like) == (None, False, None)
+    assert isinstance(s, ShowTables) and (s.db, s.full, s.like) == (None, False, None)
     s = parse_statement("SHOW FULL COLUMNS FROM t FROM db")
-    assert isinstance(s, st.ShowColumns) and (s.db, s.table, s.full) == ("db", "t", True)
+    assert isinstance(s, ShowColumns) and (s.db, s.table, s.full) == ("db", "t", True)
     s = parse_statement("SHOW COLUMNS FROM db.t LIKE 'k%'")
-    assert isinstance(s, st.ShowColumns) and (s.db, s.table, s.full, s.like) == ("db", "t", False, "k%")
+    assert isinstance(s, ShowColumns) and (s.db, s.table, s.full, s.like) == ("db", "t", False, "k%")
     s = parse_statement("DESC db.t")
-    assert isinstance(s, st.Describe) and (s.db, s.table, s.all) == ("db", "t", False)
+    assert isinstance(s, Describe) and (s.db, s.table, s.all) == ("db", "t", False)
     s = parse_statement("DESCRIBE t ALL")
-    assert isinstance(s, st.Describe) and (s.db, s.table, s.all) == (None, "t", True)
+    assert isinstance(s, Describe) and (s.db, s.table, s.all) == (None, "t", True)
     s = parse_statement("SHOW CREATE TABLE db.t;")
-    assert isinstance(s, st.ShowCreateTable) and (s.db, s.table) == ("db", "t")
+    assert isinstance(s, ShowCreateTable) and (s.db, s.table) == ("db", "t")
     s = parse_statement("SHOW CREATE TABLE `my tbl`")
-    assert isinstance(s, st.ShowCreateTable) and (s.db, s.table) == (None, "my tbl")
+    assert isinstance(s, ShowCreateTable) and (s.db, s.table) == (None, "my tbl")
     s = parse_statement("SHOW CREATE DATABASE d1")
-    assert isinstance(s, st.ShowCreateDatabase) and s.name == "d1"
+    assert isinstance(s, ShowCreateDatabase) and s.name == "d1"
     s = parse_statement("show databases like 'a%'")
-    assert isinstance(s, st.ShowDatabases) and s.like == "a%"
-    assert isinstance(parse_statement("SHOW BACKENDS"), st.ShowBackends)
-    assert isinstance(parse_statement("show frontends"), st.ShowFrontends)
+    assert isinstance(s, ShowDatabases) and s.like == "a%"
+    assert isinstance(parse_statement("SHOW BACKENDS"), ShowBackends)
+    assert isinstance(parse_statement("show frontends"), ShowFrontends)
     s = parse_statement("SHOW PROC '/bdbje/12'")
-    assert isinstance(s, st.ShowProc) and s.path == "/bdbje/12"
+    assert isinstance(s, ShowProc) and s.path == "/bdbje/12"
 
 
 def test_show_variables():
     s = parse_statement("SHOW GLOBAL VARIABLES LIKE 'sql_mode'")
-    assert isinstance(s, st.ShowVariables) and s.global_ and s.like == "sql_mode"
+    assert isinstance(s, ShowVariables) and s.global_ and s.like == "sql_mode"
     s = parse_statement("SHOW VARIABLES WHERE Variable_name = 'autocommit'")
-    assert isinstance(s, st.ShowVariables) and not s.global_ and s.like is None
+    assert isinstance(s, ShowVariables) and not s.global_ and s.like is None
     assert isinstance(s.where, exp.EQ)
 
 
 def test_database_statements():
     s = parse_statement("create database if not exists d PROPERTIES ('a'='1', \"b\"=\"2\")")
-    assert isinstance(s, st.CreateDatabase)
+    assert isinstance(s, CreateDatabase)
     assert (s.name, s.if_not_exists, s.properties) == ("d", True, {"a": "1", "b": "2"})
     s = parse_statement("DROP DATABASE IF EXISTS d FORCE")
-    assert isinstance(s, st.DropDatabase) and (s.name, s.if_exists, s.force) == ("d", True, True)
+    assert isinstance(s, DropDatabase) and (s.name, s.if_exists, s.force) == ("d", True, True)
     s = parse_statement("use `d-1`")
-    assert isinstance(s, st.Use) and s.db == "d-1"
+    assert isinstance(s, Use) and s.db == "d-1"
 
 
 def test_table_statements():
     s = parse_statement("CREATE TABLE IF NOT EXISTS db.t (k INT) DISTRIBUTED BY HASH(k) BUCKETS 1")
-    assert isinstance(s, st.CreateTable)
+    assert isinstance(s, CreateTable)
     assert (s.db, s.name, s.if_not_exists, s.like, s.query) == ("db", "t", True, None, None)
     s = parse_statement("CREATE TABLE t2 LIKE db.t")
-    assert isinstance(s, st.CreateTable) and s.like == ("db", "t")
+    assert isinstance(s, CreateTable) and s.like == ("db", "t")
     s = parse_statement(
         "CREATE TABLE t3 UNIQUE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 2 "
         "PROPERTIES('replication_num'='1') AS SELECT 1 AS k, 'x' AS v"
     )
-    assert isinstance(s, st.CreateTable) and isinstance(s.query, exp.Select)
+    assert isinstance(s, CreateTable) and isinstance(s.query, exp.Select)
     s = parse_statement("DROP TABLE IF EXISTS db.t FORCE")
-    assert isinstance(s, st.DropTable) and (s.db, s.name, s.if_exists, s.force) == ("db", "t", True, True)
+    assert isinstance(s, DropTable) and (s.db, s.name, s.if_exists, s.force) == ("db", "t", True, True)
     s = parse_statement('ALTER TABLE db.t SET ("group_commit_interval_ms" = "2000")')
-    assert isinstance(s, st.AlterTableSetProperties)
+    assert isinstance(s, AlterTableSetProperties)
     assert (s.db, s.table, s.properties) == ("db", "t", {"group_commit_interval_ms": "2000"})
     s = parse_statement("alter table t rename t_new")
-    assert isinstance(s, st.AlterTableRename) and (s.db, s.table, s.new_name) == (None, "t", "t_new")
+    assert isinstance(s, AlterTableRename) and (s.db, s.table, s.new_name) == (None, "t", "t_new")
 
 
 def test_alter_system_backends():
@@ -81,29 +109,29 @@ def test_alter_system_backends():
         "ALTER SYSTEM ADD BACKEND '10.0.0.1:9050' "
         "PROPERTIES('tag.public_endpoint'='1.2.3.4:80', \"tag.private_endpoint\"=\"10.0.0.1:8040\")"
     )
-    assert isinstance(s, st.AlterSystemAddBackend)
+    assert isinstance(s, AlterSystemAddBackend)
     assert s.host_port == "10.0.0.1:9050"
     assert s.properties == {"tag.public_endpoint": "1.2.3.4:80", "tag.private_endpoint": "10.0.0.1:8040"}
     s = parse_statement('ALTER SYSTEM DROPP BACKEND "h1:9050", "h2:9050"')
-    assert isinstance(s, st.AlterSystemDropBackend)
+    assert isinstance(s, AlterSystemDropBackend)
     assert (s.host_port, s.host_ports, s.action) == ("h1:9050", ["h1:9050", "h2:9050"], "DROPP")
     s = parse_statement("ALTER SYSTEM MODIFY BACKEND 'h1:9050' SET ('tag.public_endpoint' = 'x:1')")
-    assert isinstance(s, st.AlterSystemModifyBackend)
+    assert isinstance(s, AlterSystemModifyBackend)
     assert (s.host_port, s.properties) == ("h1:9050", {"tag.public_endpoint": "x:1"})
     # Other ALTER SYSTEM forms are not served.
-    assert isinstance(parse_statement("ALTER SYSTEM ADD FOLLOWER 'h:9010'"), st.Other)
+    assert isinstance(parse_statement("ALTER SYSTEM ADD FOLLOWER 'h:9010'"), Other)
 
 
 def test_insert_forms():
     s = parse_statement("INSERT INTO db.t WITH LABEL my_label (a, b) VALUES (1, 'x'), (2, NULL)")
-    assert isinstance(s, st.Insert)
+    assert isinstance(s, Insert)
     assert (s.db, s.table, s.columns, s.label, s.query) == ("db", "t", ["a", "b"], "my_label", None)
     assert [[e.sql() for e in row] for row in s.values] == [["1", "'x'"], ["2", "NULL"]]
     s = parse_statement("insert into t select * from s")
-    assert isinstance(s, st.Insert) and s.columns is None and s.label is None
+    assert isinstance(s, Insert) and s.columns is None and s.label is None
     assert isinstance(s.query, exp.Select) and s.values is None
     s = parse_statement("INSERT OVERWRITE TABLE t PARTITION (p1, p2) SELECT 1")
-    assert isinstance(s, st.Insert) and s.overwrite and s.partitions == ["p1", "p2"]
+    assert isinstance(s, Insert) and s.overwrite and s.partitions == ["p1", "p2"]
 
 
 def test_queries_set_and_transactions():
@@ -115,7 +143,7 @@ def test_queries_set_and_transactions():
         "select @@version_comment limit 1",
     ):
         s = parse_statement(sql)
-        assert isinstance(s, st.Query), sql
+        assert isinstance(s, Query), sql
         assert isinstance(s.expr, exp.Query)
     for sql in (
         "SET NAMES utf8mb4",
@@ -124,7 +152,7 @@ def test_queries_set_and_transactions():
         "SET NAMES utf8mb4 COLLATE utf8mb4_general_ci",
     ):
         s = parse_statement(sql)
-        assert isinstance(s, st.Set) and isinstance(s.expr, exp.Set), sql
+        assert isinstance(s, Set) and isinstance(s.expr, exp.Set), sql
     assert parse_statement("ROLLBACK").kind == "ROLLBACK"
     assert parse_statement("commit").kind == "COMMIT"
     assert parse_statement("BEGIN").kind == "BEGIN"
@@ -137,7 +165,7 @@ def test_unclassified_statements_are_other_with_their_text():
         "ALTER TABLE t ADD ROLLUP r (k)",
     ):
         s = parse_statement(sql + ";")
-        assert isinstance(s, st.Other), sql
+        assert isinstance(s, Other), sql
         assert s.sql == sql
 
 

@@ -11,7 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql.statements import parse_statement
+from galene.sql.statements.parse import parse_statement
 from galene.sql.translate import output_labels, to_spark_sql
 
 TABLES = {(None, "t"), ("db", "t"), (None, "s"), ("other", "u"), ("information_schema", "tables")}

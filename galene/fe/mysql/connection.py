@@ -53,7 +53,7 @@ from galene.fe.mysql.prepared import PreparedStatements
 from galene.fe.mysql.result_encoding import mysql_column_spec
 from galene.fe.mysql.results import ResultWriting, materialize_rows
 from galene.fe.mysql.session import Endpoint, GaleneSession
-from galene.sql.statements import split_statements
+from galene.sql.statements.split import split_statements
 
 logger = logging.getLogger(__name__)
 

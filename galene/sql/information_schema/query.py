@@ -33,7 +33,7 @@ from galene.sql.information_schema.context import (
     is_schema,
 )
 from galene.sql.information_schema.tables import SCHEMA_TABLES
-from galene.sql.translate import item_label
+from galene.sql.translate import expression_label
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ def _labels(expr: exp.Expr, result_columns: list[str], names: set[str], ctes: se
         elif isinstance(item, exp.Column):
             labels.append(item.name)
         else:
-            labels.append(item_label(item))
+            labels.append(expression_label(item))
     if len(labels) != len(result_columns):
         return result_columns
     return labels
