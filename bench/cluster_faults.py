@@ -39,8 +39,8 @@ from cluster_forward import redirected_load
 from common import auth_header
 from streamload_small import AUTH, PhaseResult
 
-from tests.galene_proc import GaleneCluster
-from tests.netfault import NetLab, have_iptables, unavailable_reason
+from tests.support.cluster import GaleneCluster
+from tests.support.netlab import NetLab, have_iptables, unavailable_reason
 
 DB = "bench_faults"
 LOAD_TIMEOUT_S = 8  # the `timeout` header of every load (the BE's own deadline)

@@ -32,9 +32,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header, free_port, metric_value
-from tests.haproxy import Haproxy, ensure_haproxy
-from tests.netfault import NetLab, have_iptables, unavailable_reason
+from tests.support.client import auth_header, metric_value
+from tests.support.cluster import GaleneCluster
+from tests.support.haproxy import Haproxy, ensure_haproxy
+from tests.support.netlab import NetLab, have_iptables, unavailable_reason
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import uuid
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 
