@@ -1,7 +1,7 @@
 """Bench: how fast a fault is seen and healed, per fault shape, with a steady load running.
 
 One `galene fe` and three `galene be`; as root (and with `iptables`) each in a network namespace
-of its own (`tests/netfault.py`), else on loopback with the shapes that need no network fault.
+of its own (`tests/support/netlab.py`), else on loopback with the shapes that need no network fault.
 A background load (`--clients` closed loops of 1-row async group-commit loads through the
 FE's 307, so they go to the table's owner) runs throughout, and a prober sends one load straight to the victim BE every 0.25 s (plain and async
 group commit in turn, `timeout: 10`). For each shape, injected on the table's current owner (or, for BE→BE, on another BE):
@@ -39,8 +39,8 @@ from cluster_forward import redirected_load
 from common import auth_header
 from streamload_small import AUTH, PhaseResult
 
-from tests.galene_proc import GaleneCluster
-from tests.netfault import NetLab, have_iptables, unavailable_reason
+from tests.support.cluster import GaleneCluster
+from tests.support.netlab import NetLab, have_iptables, unavailable_reason
 
 DB = "bench_faults"
 LOAD_TIMEOUT_S = 8  # the `timeout` header of every load (the BE's own deadline)

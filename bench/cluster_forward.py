@@ -42,8 +42,9 @@ from common import GaleneProcess, free_port
 from streamload_small import AUTH, DDL, PhaseResult, closed_loop, make_bodies, rowset_files
 from yarl import URL
 
-from tests.galene_proc import GaleneCluster, metric_value
-from tests.haproxy import Haproxy, ensure_haproxy
+from tests.support.client import metric_value
+from tests.support.cluster import GaleneCluster
+from tests.support.haproxy import Haproxy, ensure_haproxy
 
 DB = "bench_fw"
 REQUEST_TIMEOUT_S = 60.0

@@ -17,7 +17,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from tests.galene_proc import GaleneProcess, auth_header, free_port  # noqa: F401
+# Re-exported for the benches: the test harness (tests/support/) is theirs too.
+from tests.support.client import auth_header  # noqa: F401
+from tests.support.node import GaleneProcess  # noqa: F401
+from tests.support.ports import free_port  # noqa: F401
 
 SIX_COLUMNS = (
     "(c_int INT, c_bigint BIGINT, c_varchar VARCHAR(64), c_double DOUBLE, c_date DATE, c_datetime DATETIME)"

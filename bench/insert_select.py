@@ -36,7 +36,9 @@ from pathlib import Path
 import pymysql
 import tpch_data as td
 
-from tests.galene_proc import GaleneProcess, free_port, peak_rss_bytes
+from tests.support.node import GaleneProcess
+from tests.support.ports import free_port
+from tests.support.procs import peak_rss_bytes
 
 DB = "tpch"
 AGG_SELECT = (
@@ -137,7 +139,7 @@ def _rss(pid: int) -> int:
 
 def _engine_rss(g: GaleneProcess) -> str:
     """Peak RSS of the FE's engine child (the Spark JVM or the Sail server), for the record."""
-    from tests.galene_proc import children_of
+    from tests.support.procs import children_of
 
     fe = g.role_pid("fe")
     out = []

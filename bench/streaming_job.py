@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import GaleneProcess
-from tests.s3_server import SeaweedS3, TestNetns
+from tests.support.netlab import NetLab
+from tests.support.seaweed import SeaweedS3
 
 
 def csv_file(i: int, rows: int = 40) -> bytes:
@@ -149,10 +150,11 @@ def mode_lag(args, work: Path) -> float:
 
 
 def mode_stall(args, work: Path) -> float:
-    ns = TestNetns().create()
+    lab = NetLab().create()
     s3 = g = None
     try:
-        s3 = SeaweedS3(work / "sw", ip=ns.ns_ip, netns=ns.name).start()
+        netns, ip = lab.add_node("s3")
+        s3 = SeaweedS3(work / "sw", ip=ip, netns=netns).start()
         s3.create_bucket("stall")
         s3.put_many([(f"stall/in/f{i:06d}.csv", csv_file(i)) for i in range(200)])
         g = GaleneProcess(work / "g", role="fe", engine=args.engine).start()
@@ -160,7 +162,7 @@ def mode_stall(args, work: Path) -> float:
         while int(job_row(g, "j")["SucceedTaskCount"]) < 3:
             time.sleep(0.3)
         t0 = time.monotonic()
-        ns.blackhole(s3.s3_port)
+        lab.drop_incoming("s3", s3.s3_port)
         while True:
             r = job_row(g, "j")
             if r["Status"] == "PAUSED" and r["ErrorMsg"]:
@@ -170,7 +172,7 @@ def mode_stall(args, work: Path) -> float:
         print(f"stall -> PAUSED in {stall_s:.1f}s: {r['ErrorMsg'][:200]}")
         time.sleep(3)
         t1 = time.monotonic()
-        ns.heal(s3.s3_port)
+        lab.heal()
         base = int(job_row(g, "j")["SucceedTaskCount"])
         while not (job_row(g, "j")["Status"] == "RUNNING" and int(job_row(g, "j")["SucceedTaskCount"]) > base):
             time.sleep(0.3)
@@ -182,7 +184,7 @@ def mode_stall(args, work: Path) -> float:
             g.kill()
         if s3 is not None:
             s3.stop()
-        ns.destroy()
+        lab.destroy()
 
 
 def main() -> None:

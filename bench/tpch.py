@@ -41,7 +41,8 @@ from pathlib import Path
 
 import tpch_data as td
 
-from tests.galene_proc import GaleneProcess, free_port
+from tests.support.node import GaleneProcess
+from tests.support.ports import free_port
 
 DB = "tpch"
 CENT = Decimal("0.01")

@@ -306,6 +306,6 @@ def register_views(spark, sf_dir: Path, tables=TABLES) -> None:
 
 
 def _free_port() -> int:
-    from tests.galene_proc import free_port
+    from tests.support.ports import free_port
 
     return free_port()

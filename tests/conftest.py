@@ -1,4 +1,5 @@
-"""Shared fixtures: one standalone Galene per test process for the integration and e2e suites."""
+"""Shared fixtures: one standalone Galene per test process for the integration and e2e suites,
+and the module's SeaweedFS for the tests that read S3. The harness itself is tests/support/."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from tests.galene_proc import GaleneProcess, default_engine
+from tests.support import schedule
+from tests.support.node import GaleneProcess, default_engine
+from tests.support.seaweed import SeaweedS3
 
 
 def pytest_addoption(parser):
@@ -21,37 +24,25 @@ def pytest_addoption(parser):
         default=None,
         help="query engine of the Galene processes the tests start (default: GALENE_ENGINE or spark)",
     )
-
-
-# Files that use machine-wide resources run in one pytest-xdist worker, one after another:
-# SeaweedFS always binds its admin ports 23646/33646, and the namespace tests add routes, qdiscs
-# and iptables rules that must not meet another module's.
-_EXCLUSIVE_FILES = {
-    "tests/integration/test_streaming_jobs.py",
-    "tests/integration/test_streaming_jobs_faults.py",
-    "tests/integration/test_cluster_faults.py",
-    "tests/unit/test_net.py",
-}
+    parser.addoption(
+        "--module-times",
+        action="store_true",
+        help="print each test file's wall time, worker and span, and when each worker finished",
+    )
+    parser.addoption("--module-times-file", default=None, help="also write them to this JSON file")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under `make test`'s `-n N`, each test file runs whole on one worker (its module-scoped
-    nodes start once, its tests keep their order), and the machine-wide files share one
-    worker. (xdist's own `loadgroup` marks cannot do this under pytest 9.2, whose node ids no
-    longer come from the attribute xdist rewrites.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class FileScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "machine-wide" if path in _EXCLUSIVE_FILES else path
-
-    return FileScheduling(config, log)
+    """Under `make test`'s `-n N`: each test file whole on one worker, the longest first
+    (tests/support/schedule.py)."""
+    return schedule.make_scheduler(config, log)
 
 
 def pytest_configure(config):
-    # The harness (tests/galene_proc.py) reads GALENE_ENGINE, so processes started outside
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        config.pluginmanager.register(schedule.ModuleTimes(config), "galene-module-times")
+    # The harness (tests/support/node.py) reads GALENE_ENGINE, so processes started outside
     # fixtures follow the option too.
     engine = config.getoption("--galene-engine")
     if engine:
@@ -94,3 +85,13 @@ def db(galene):
     galene.query(f"CREATE DATABASE {name}")
     yield name
     galene.query(f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """A SeaweedFS S3 server of the module's own (tests/support/seaweed.py)."""
+    server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 import sqlalchemy as sa
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 MESSY = [
     # id, name, price (DECIMAL(10, 2)), ratio (DOUBLE), seen

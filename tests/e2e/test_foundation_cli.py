@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

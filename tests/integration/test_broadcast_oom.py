@@ -21,7 +21,7 @@ import gzip
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

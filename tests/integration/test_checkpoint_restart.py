@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,8 @@ import time
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header, metric_value
+from tests.support.client import auth_header, metric_value
+from tests.support.cluster import GaleneCluster
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Faults between real processes in network namespaces (tests/netfault.py), each bounded and
+"""Faults between real processes in network namespaces (tests/support/netlab.py), each bounded and
 healing by itself, no process restarted.
 
 One `galene fe`, three `galene be` and Debian's haproxy (round-robin, `option httpchk GET
@@ -32,9 +32,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header, free_port, metric_value
-from tests.haproxy import Haproxy, ensure_haproxy
-from tests.netfault import NetLab, have_iptables, unavailable_reason
+from tests.support.client import auth_header, metric_value
+from tests.support.cluster import GaleneCluster
+from tests.support.haproxy import Haproxy, ensure_haproxy
+from tests.support.netlab import NetLab, have_iptables, unavailable_reason
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

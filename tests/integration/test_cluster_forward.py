@@ -23,8 +23,10 @@ from collections import Counter
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header, free_port, metric_value
-from tests.haproxy import Haproxy, ensure_haproxy
+from tests.support.client import auth_header, metric_value
+from tests.support.cluster import GaleneCluster
+from tests.support.haproxy import Haproxy, ensure_haproxy
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,8 @@ import time
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneCluster, auth_header
+from tests.support.client import auth_header
+from tests.support.cluster import GaleneCluster
 
 pytestmark = pytest.mark.slow
 

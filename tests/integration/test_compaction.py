@@ -18,7 +18,8 @@ import httpx
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess, auth_header, metric_value
+from tests.support.client import auth_header, metric_value
+from tests.support.node import GaleneProcess
 
 DB = "cmp"
 GRACE_S = 6

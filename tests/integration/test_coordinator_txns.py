@@ -22,7 +22,9 @@ import httpx
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header
+from tests.support.client import auth_header
+from tests.support.cluster import GaleneCluster
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from decimal import Decimal as D
 import pytest
 from pymysql.constants import FIELD_TYPE
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

@@ -27,9 +27,11 @@ import httpx
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess, children_of, free_port
+from tests.support.node import GaleneProcess
 
 # --- data both engines read -------------------------------------------------------------
+from tests.support.ports import free_port
+from tests.support.procs import children_of
 
 TABLES = {
     "orders": """(id BIGINT NOT NULL, cust INT, day DATE, amount DECIMAL(12,2), big LARGEINT, note VARCHAR(16))

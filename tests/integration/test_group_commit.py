@@ -11,7 +11,7 @@ from collections import Counter
 
 import httpx
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 CSV = {"column_separator": ","}
 

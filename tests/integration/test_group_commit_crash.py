@@ -20,7 +20,9 @@ import httpx
 import pytest
 
 from galene.be.wal import SPARE_SUFFIX
-from tests.galene_proc import GaleneProcess, auth_header, children_of
+from tests.support.client import auth_header
+from tests.support.node import GaleneProcess
+from tests.support.procs import children_of
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneProcess, auth_header, peak_rss_bytes
+from tests.support.client import auth_header
+from tests.support.node import GaleneProcess
+from tests.support.procs import peak_rss_bytes
 
 AUTH = auth_header()["Authorization"]
 DB = "hostile_http"

@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.galene_proc import GaleneProcess, auth_header, peak_rss_bytes
+from tests.support.client import auth_header
+from tests.support.node import GaleneProcess
+from tests.support.procs import peak_rss_bytes
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess, peak_rss_bytes
+from tests.support.node import GaleneProcess
+from tests.support.procs import peak_rss_bytes
 
 LIMIT = 1 << 20  # max_allowed_packet of the FE under test
 QE_MAX_CONNECTION = 8

@@ -16,7 +16,7 @@ import sys
 import httpx
 import pytest
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 DUP = "(k INT NOT NULL, v VARCHAR(16)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3"
 AUTH = auth_header()["Authorization"]

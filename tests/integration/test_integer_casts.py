@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
-from tests.galene_proc import ROOT
+from tests.support.node import ROOT
 
 MAX = 2**127 - 1
 MIN = -(2**127)

@@ -8,7 +8,7 @@ import sys
 
 import httpx
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 
 def test_dump_writes_an_image_that_validates_and_holds_the_live_state(galene, db):

@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from pymysql.constants import CLIENT
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 DB = "shop_meta"
 MARIADB = shutil.which("mariadb") or shutil.which("mysql")

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
-from tests.galene_proc import auth_header, children_of
+from tests.support.client import auth_header
+from tests.support.procs import children_of
 
 
 def _exec(conn, sql: str) -> tuple[int, str]:

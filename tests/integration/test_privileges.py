@@ -17,7 +17,7 @@ import mysql.connector
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 ROOT_PW = "Root-Pw-7f3a"
 DB = "privdb"

@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess, auth_header
+from tests.support.client import auth_header
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

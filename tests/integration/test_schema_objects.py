@@ -12,7 +12,7 @@ import time
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 DB = "so"
 OTHER = "so2"

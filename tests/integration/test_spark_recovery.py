@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 
-from tests.galene_proc import children_of
+from tests.support.procs import children_of
 
 
 def _java_children(pid: int) -> list[int]:

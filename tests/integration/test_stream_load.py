@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 
 def _table(galene, db, ddl_body: str, name: str = "t") -> str:
@@ -191,7 +191,7 @@ def test_bad_input_fails_cleanly(galene, db, body, headers, fragment):
 
 
 def test_body_over_streaming_load_max_mb_is_refused(tmp_path):
-    from tests.galene_proc import GaleneProcess
+    from tests.support.node import GaleneProcess
 
     g = GaleneProcess(tmp_path / "d", role="start", conf={"streaming_load_max_mb": "1"})
     g.start()

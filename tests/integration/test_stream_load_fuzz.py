@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.galene_proc import auth_header
+from tests.support.client import auth_header
 
 pytestmark = pytest.mark.slow
 

@@ -15,12 +15,9 @@ import time
 
 import pytest
 
-from tests import s3_server as s3_server_module
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
-# The module's SeaweedFS (a fixture defined with the server in tests/s3_server.py).
-s3_server = s3_server_module.s3_server
 
 JOB_COLUMNS = (
     "Id", "Name", "Definer", "ExecuteType", "RecurringStrategy", "Status", "ExecuteSql", "CreateTime",

@@ -16,14 +16,12 @@ import time
 
 import pytest
 
-from tests import s3_server as s3_server_module
-from tests.galene_proc import GaleneProcess
 from tests.integration.test_streaming_jobs import job, offset_of, stats, upload, wait_job
-from tests.s3_server import SeaweedS3, TestNetns
+from tests.support.netlab import NetLab
+from tests.support.node import GaleneProcess
+from tests.support.seaweed import SeaweedS3
 
 pytestmark = pytest.mark.slow
-# The module's SeaweedFS (a fixture defined with the server in tests/s3_server.py).
-s3_server = s3_server_module.s3_server
 
 
 def _setup(g: GaleneProcess, s3: SeaweedS3, bucket: str, name: str, **props) -> None:
@@ -77,11 +75,12 @@ def test_fe_sigkilled_ten_times_while_a_job_ingests_keeps_every_row_once(tmp_pat
 
 
 def test_black_holed_endpoint_pauses_the_job_and_healing_resumes_it(tmp_path):
-    ns = TestNetns().create()
+    lab = NetLab().create()
     s3 = None
     g = None
     try:
-        s3 = SeaweedS3(tmp_path / "sw", ip=ns.ns_ip, netns=ns.name).start()
+        netns, ip = lab.add_node("s3")
+        s3 = SeaweedS3(tmp_path / "sw", ip=ip, netns=netns).start()
         s3.create_bucket("fault")
         keys = upload(s3, "fault", "in", 0, 30, rows=200)
         g = GaleneProcess(tmp_path / "data", role="fe").start()
@@ -90,7 +89,7 @@ def test_black_holed_endpoint_pauses_the_job_and_healing_resumes_it(tmp_path):
             source={"s3.connect_timeout": "2", "s3.request_timeout": "3"},
         )  # fmt: skip
         wait_job(g, "fault_job", lambda r: int(r["SucceedTaskCount"]) >= 2)
-        ns.blackhole(s3.s3_port)
+        lab.drop_incoming("s3", s3.s3_port)
         row = wait_job(g, "fault_job", lambda r: r["Status"] == "PAUSED" and r["ErrorMsg"] != "", timeout=120)
         assert s3.endpoint in row["ErrorMsg"]
         assert "object store call stalled" in row["ErrorMsg"] or "unreachable" in row["ErrorMsg"]
@@ -100,7 +99,7 @@ def test_black_holed_endpoint_pauses_the_job_and_healing_resumes_it(tmp_path):
         time.sleep(4)  # while black-holed it stays paused and keeps its offset
         row = job(g, "fault_job")
         assert row["Status"] == "PAUSED" and offset_of(row) == stalled_at
-        ns.heal(s3.s3_port)
+        lab.heal()
         wait_job(g, "fault_job", lambda r: offset_of(r) == "in/f00029.csv", timeout=120)
         _check_exactly_once(g, "fault_job", keys, _file_sizes(s3, "fault"), 30)
         tasks = g.query(
@@ -113,4 +112,4 @@ def test_black_holed_endpoint_pauses_the_job_and_healing_resumes_it(tmp_path):
             g.kill()
         if s3 is not None:
             s3.stop()
-        ns.destroy()
+        lab.destroy()

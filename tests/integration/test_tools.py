@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from pydoris.doris_client import DorisClient
 from sqlalchemy import orm
 
-from tests.galene_proc import ROOT, GaleneProcess
+from tests.support.node import ROOT, GaleneProcess
 
 DB = "tools"
 DBT_PROJECT = ROOT / "tests" / "dbt_project"

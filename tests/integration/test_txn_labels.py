@@ -16,7 +16,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneProcess, auth_header
+from tests.support.client import auth_header
+from tests.support.node import GaleneProcess
 
 DUP = "(k INT NOT NULL, v VARCHAR(16)) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 3"
 ROWS = b"1,a\n2,b\n3,c\n"

@@ -33,7 +33,9 @@ import time
 import httpx
 import pytest
 
-from tests.galene_proc import GaleneCluster, GaleneProcess, auth_header, metric_value
+from tests.support.client import auth_header, metric_value
+from tests.support.cluster import GaleneCluster
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from tests.galene_proc import GaleneCluster
 from tests.integration.test_wal_replication import GC, _copies, _counts, _load, _parallel, _wait_rows
+from tests.support.cluster import GaleneCluster
 
 pytestmark = pytest.mark.slow
 

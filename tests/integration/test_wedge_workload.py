@@ -16,7 +16,7 @@ import uuid
 import pymysql
 import pytest
 
-from tests.galene_proc import GaleneProcess
+from tests.support.node import GaleneProcess
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ def node(tmp_path_factory):
 
 def _connect(g, db):
     # Every statement has a client deadline: a wedged server fails the test instead of hanging it.
-    return g.mysql(db, write_timeout=600)  # galene_proc sets read_timeout=300
+    return g.mysql(db, write_timeout=600)  # the harness sets read_timeout=300
 
 
 class Queries(threading.Thread):

@@ -7,11 +7,9 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import aiohttp
@@ -26,6 +24,7 @@ from galene.net.inflight import install_task_ages
 from galene.net.metrics import PROMETHEUS_CONTENT_TYPE, Metrics, metrics_text
 from galene.net.server import make_server_socket
 from galene.net.tasks_dump import tasks_dump_handler, tasks_dump_text
+from tests.support.netlab import loopback_namespace, loopback_unavailable_reason
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -644,31 +643,6 @@ asyncio.run(main(float(sys.argv[1]), int(sys.argv[2])))
 """
 
 
-def _netns_unavailable_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create a network namespace"
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            return f"`{tool}` is not installed"
-    probe = f"galene-probe-{uuid.uuid4().hex[:8]}"
-    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, check=False)
-    if made.returncode != 0:
-        return f"`ip netns add` failed: {made.stderr.decode().strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
-    return None
-
-
-@contextlib.contextmanager
-def private_netns():
-    name = f"galene-bh-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
 def _run_blackhole_child(tmp_path: Path, netns: str, deadline_s: float, user_timeout_ms: int) -> dict:
     script = tmp_path / "blackhole_child.py"
     script.write_text(BLACKHOLE_CHILD)
@@ -686,10 +660,10 @@ def _run_blackhole_child(tmp_path: Path, netns: str, deadline_s: float, user_tim
 
 @pytest.mark.slow
 def test_black_holed_peer_fails_by_deadline_and_by_tcp_user_timeout(tmp_path):
-    reason = _netns_unavailable_reason()
+    reason = loopback_unavailable_reason()
     if reason:
         pytest.skip(f"black-hole test needs a private network namespace: {reason}")
-    with private_netns() as netns:
+    with loopback_namespace() as netns:
         # A short call deadline: the timer ends the call although no packet ever comes back.
         assert _run_blackhole_child(tmp_path, netns, 1.0, 30000) == {
             "before": 200,

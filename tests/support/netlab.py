@@ -1,23 +1,30 @@
-"""Network faults for tests, inside network namespaces the test creates (root only).
+"""The network lab of the fault tests: network namespaces the test creates (root only), and
+faults inside them.
 
-`NetLab` makes a bridge namespace and one namespace per node (FE, each BE, haproxy), each joined
-to the bridge by a veth pair, with an address from 198.18.0.0/15 (the benchmarking range) and
-no default route: no packet of a node can leave the machine. Each lab takes one /24 of that
-range (labs of tests running side by side never meet). The test process reaches the nodes
-through one more veth from its own namespace (`.1` of the lab's /24) — only the lab's
-addresses are routed there.
+`NetLab` makes a bridge namespace and one namespace per node (an FE, each BE, haproxy, a
+SeaweedFS server), each joined to the bridge by a veth pair, with an address from 198.18.0.0/15
+(the benchmarking range) and no default route: no packet of a node can leave the machine. Each
+lab takes one /24 of that range that no interface of the host has yet (labs of tests running
+side by side never meet). The test process reaches the nodes through one more veth from its own
+namespace (`.1` of the lab's /24) — only the lab's addresses are routed there. Every rule and
+queue a fault adds lives inside a node's namespace, never in the host's.
 
-Faults (each removable, so the cluster must heal by itself; none needs `tc netem` or tc
+Faults (each removable, so what runs there must heal by itself; none needs `tc netem` or tc
 actions, which this kernel lacks):
 
 * `drop(node, peer, port)` / `reject(node, peer, port)`: iptables `DROP` / `REJECT
   --reject-with tcp-reset` of the node's packets to a peer (and port) — established
   connections included; needs the `iptables` command (Debian's, installed by `make tools`);
+* `drop_incoming(node, port)`: every packet to the node's `port` is dropped (iptables `INPUT`),
+  or without iptables every packet the node sends (`cut`): a black-holed server;
 * `blackhole(node, peer)`: a `blackhole` route to the peer in the node's namespace (new
   packets to it are discarded; local senders get an error);
 * `cut(node)`: `tc qdisc … pfifo limit 0` on the node's link (drops everything it sends);
 * `slow(node, rate)`: `tc qdisc … tbf` (a slow link);
 * `reset(node, peer)`: `ss -K` destroys the node's established sockets to the peer.
+
+`loopback_namespace()` is the smallest lab: one namespace with only its loopback, for a test
+that runs a client and a server inside it and black-holes its `lo`.
 """
 
 from __future__ import annotations
@@ -25,10 +32,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import shutil
 import subprocess
+import uuid
+from collections.abc import Iterator
 
 import pytest
+
+from tests.support.tools import find_tool
 
 SUBNET = "198.18.0.0/15"
 
@@ -37,23 +47,29 @@ def _run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd), capture_output=True, text=True, check=check, timeout=60)
 
 
-def unavailable_reason() -> str | None:
+def unavailable_reason(tools: tuple[str, ...] = ("ip", "tc", "ss")) -> str | None:
+    """Why this process cannot build a lab (not root, a tool missing), or None."""
     if os.geteuid() != 0:
         return "network namespaces need root (ip netns add); not root here"
-    for tool in ("ip", "tc", "ss"):
-        if shutil.which(tool) is None:
+    for tool in tools:
+        if find_tool(tool) is None:
             return f"`{tool}` is not installed"
     return None
 
 
-def _iptables() -> str | None:
-    found = shutil.which("iptables")
-    return found or next((p for p in ("/usr/sbin/iptables", "/sbin/iptables") if os.path.exists(p)), None)
+def iptables() -> str | None:
+    """The `iptables` command (Debian's, installed by `make tools`), or None."""
+    return find_tool("iptables")
 
 
 def have_iptables() -> bool:
-    """Whether the `iptables` command exists (`make tools` installs Debian's when root)."""
-    return _iptables() is not None
+    return iptables() is not None
+
+
+def _host_nets() -> set[str]:
+    """The /24s (as "a.b.c") the host's interfaces have addresses in."""
+    done = _run("ip", "-4", "-o", "addr", "show", check=False)
+    return {f.split("/")[0].rsplit(".", 1)[0] for line in done.stdout.splitlines() for f in line.split()[3:4]}
 
 
 class NetLab:
@@ -66,13 +82,16 @@ class NetLab:
         self._host_if = f"gh{self.tag}"
         self._faults: list[list[str]] = []  # commands that undo the faults in place
         self._n = 1
-        # One /24 of 198.18.0.0/15 per lab, so labs of tests running side by side never meet.
-        self.net = f"198.{18 + random.randrange(2)}.{random.randrange(256)}"
+        self.net = ""  # this lab's /24 of 198.18.0.0/15, as "198.x.y": chosen by create()
 
     def create(self) -> NetLab:
         reason = unavailable_reason()
         if reason:
             pytest.skip(f"network fault tests: {reason}")
+        taken = _host_nets()
+        self.net = next(
+            n for n in (f"198.{18 + random.randrange(2)}.{random.randrange(256)}" for _ in range(1000)) if n not in taken
+        )
         try:
             _run("ip", "netns", "add", self.bridge_ns)
             b = ["ip", "netns", "exec", self.bridge_ns]
@@ -126,19 +145,31 @@ class NetLab:
     def drop(self, node: str, peer: str, port: int | None = None, reject: bool = False) -> None:
         """iptables: the node's packets to `peer` (an address or a node name) are dropped (or
         refused with a TCP reset)."""
-        if not have_iptables():
+        cmd = iptables()
+        if cmd is None:
             pytest.skip("iptables is not installed (make tools)")
         dst = self.nodes[peer][1] if peer in self.nodes else peer
         rule = ["OUTPUT", "-d", dst, "-p", "tcp"]
         if port is not None:
             rule += ["--dport", str(port)]
         rule += ["-j", "REJECT", "--reject-with", "tcp-reset"] if reject else ["-j", "DROP"]
-        iptables = _iptables()
-        self._in(node, iptables, "-I", *rule)
-        self._faults.append(["ip", "netns", "exec", self.ns(node), iptables, "-D", *rule])
+        self._in(node, cmd, "-I", *rule)
+        self._faults.append(["ip", "netns", "exec", self.ns(node), cmd, "-D", *rule])
 
     def reject(self, node: str, peer: str, port: int | None = None) -> None:
         self.drop(node, peer, port, reject=True)
+
+    def drop_incoming(self, node: str, port: int) -> str:
+        """Black-hole the node's server on `port`: iptables drops every packet to it, or (no
+        iptables) the node's link drops every packet it sends. Returns how ("iptables" | "qdisc")."""
+        cmd = iptables()
+        if cmd is None:
+            self.cut(node)
+            return "qdisc"
+        rule = ["INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP"]
+        self._in(node, cmd, "-I", *rule)
+        self._faults.append(["ip", "netns", "exec", self.ns(node), cmd, "-D", *rule])
+        return "iptables"
 
     def blackhole(self, node: str, peer: str) -> None:
         dst = self.nodes[peer][1] if peer in self.nodes else peer
@@ -156,21 +187,8 @@ class NetLab:
 
     def slow(self, node: str, rate: str = "64kbit") -> None:
         self._in(
-            node,
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            "eth0",
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "16kbit",
-            "latency",
-            "400ms",
-        )
+            node, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", "16kbit", "latency", "400ms"
+        )  # fmt: skip
         self._faults.append(
             ["ip", "netns", "exec", self.ns(node), "tc", "qdisc", "del", "dev", "eth0", "root"]
         )
@@ -194,3 +212,29 @@ class NetLab:
             _run("ip", "link", "del", self._host_if, check=False)
         _run("ip", "netns", "del", self.bridge_ns, check=False)
         self.nodes.clear()
+
+
+def loopback_unavailable_reason() -> str | None:
+    """Why `loopback_namespace()` cannot be made here (it is tried once), or None."""
+    reason = unavailable_reason(("ip", "tc"))
+    if reason:
+        return reason
+    probe = f"galene-probe-{uuid.uuid4().hex[:8]}"
+    made = _run("ip", "netns", "add", probe, check=False)
+    if made.returncode != 0:
+        return f"`ip netns add` failed: {made.stderr.strip()}"
+    _run("ip", "netns", "del", probe, check=False)
+    return None
+
+
+@contextlib.contextmanager
+def loopback_namespace() -> Iterator[str]:
+    """A namespace with only its loopback up; its name. Deleted on exit."""
+    name = f"galene-bh-{uuid.uuid4().hex[:8]}"
+    _run("ip", "netns", "add", name)
+    try:
+        _run("ip", "netns", "exec", name, "ip", "link", "set", "lo", "up")
+        yield name
+    finally:
+        _run("ip", "netns", "del", name, check=False)
+

@@ -1,32 +1,21 @@
-"""A real haproxy (Debian's) in front of Galene BEs, for tests: round-robin, health-checked with
-`GET /api/health` (a BE that knows its write path is broken answers 503 and is taken out),
-bound to 127.0.0.1 only. Installed with apt-get when missing and running as root; otherwise
-the tests that need it skip with the reason."""
+"""A real haproxy (Debian's, installed by `make tools`) in front of Galene BEs, for tests:
+round-robin, health-checked with `GET /api/health` (a BE that knows its write path is broken
+answers 503 and is taken out), bound to 127.0.0.1 only (or to an address in a network lab). A
+test skips, naming `make tools`, where haproxy is missing."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
+from tests.support.tools import require_tool
 
 
 def ensure_haproxy() -> str:
-    """The haproxy binary, installing Debian's package if we are root; skips the test if none."""
-    found = shutil.which("haproxy")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(
-            "apt-get install -y -qq haproxy || (apt-get update -qq && apt-get install -y -qq haproxy)",
-            shell=True, capture_output=True, timeout=600, check=False,
-        )  # fmt: skip
-        found = shutil.which("haproxy")
-    if found is None:
-        pytest.skip("haproxy is not installed (apt-get install haproxy; needs root to install it here)")
-    return found
+    """The haproxy binary; skips the test if there is none."""
+    return require_tool("haproxy")
 
 
 class Haproxy:
