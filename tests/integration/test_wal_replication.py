@@ -53,7 +53,9 @@ def env(tmp_path_factory):
         be_conf={"be_wal_replica_timeout_second": str(REPLICA_S), "enable_debug_points": "true"},
     ).start()
     c.fe.query("CREATE DATABASE IF NOT EXISTS r")
-    for name, interval in (("t", 1000), ("k", 600000), ("z", 600000)):
+    # "f": the first test's table, whose group stays open long enough for both peers' copies to
+    # land (a committed group's owner stops sending: a peer still behind then never gets one).
+    for name, interval in (("f", 15000), ("t", 1000), ("k", 600000), ("z", 600000)):
         c.fe.query(
             f"CREATE TABLE IF NOT EXISTS r.{name} (id BIGINT, v VARCHAR(16)) DUPLICATE KEY(id) "
             f'DISTRIBUTED BY HASH(id) BUCKETS 2 PROPERTIES ("replication_num" = "3", '
@@ -123,7 +125,7 @@ def test_copied_to_both_peers_right_after_the_cluster_starts(env):
     port yet): the first loads' records still reach both peers, none is acknowledged with
     fewer copies than replication_num asks for (they were: R was capped at 1 then)."""
     c = env
-    answers = _parallel(lambda i: _load(c.bes[0], "t", f"{i},first\n".encode()), [-1, -2, -3])
+    answers = _parallel(lambda i: _load(c.bes[0], "f", f"{i},first\n".encode()), [-1, -2, -3])
     assert all(reply["Status"] == "Success" for reply, _ in answers), answers
 
     def copied(be: GaleneProcess) -> bool:
@@ -137,7 +139,7 @@ def test_copied_to_both_peers_right_after_the_cluster_starts(env):
         time.sleep(0.2)
     for be in c.bes[1:]:
         assert copied(be), be.be_http_port
-    counts = _wait_rows(c, "t", {-1, -2, -3})
+    counts = _wait_rows(c, "f", {-1, -2, -3})
     assert all(counts.get(i) == 1 for i in (-1, -2, -3)), counts
 
 
