@@ -46,7 +46,8 @@ def estimate(path: str, cached: dict[str, float]) -> float:
 def make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    cached = config.cache.get(CACHE_KEY, {}) if config.cache is not None else {}
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    cached = cache.get(CACHE_KEY, {}) if cache is not None else {}
 
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -93,7 +94,7 @@ class ModuleTimes:
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session) -> None:
-        if self.config.cache is None or not self.spans:
+        if getattr(self.config, "cache", None) is None or not self.spans:
             return
         known = dict(self.config.cache.get(CACHE_KEY, {}))
         # A file cut short (-x, a keyboard interrupt) would look fast: only whole files count.
