@@ -97,12 +97,15 @@ class ModuleTimes:
         if getattr(self.config, "cache", None) is None or not self.spans:
             return
         known = dict(self.config.cache.get(CACHE_KEY, {}))
-        # A file cut short (-x, a keyboard interrupt) would look fast: only whole files count.
-        collected = defaultdict(int)
-        for item in session.items:
-            collected[_scope(item.nodeid)] += 1
+        # A run cut short (-x, a keyboard interrupt) or a selection of tests (::, -k, -m) would
+        # make files look fast: only whole files count. (Under xdist the controller collects
+        # no items of its own, so this is judged on the run, not by counting each file's tests.)
+        opt = self.config.option
+        partial = any("::" in a for a in self.config.args) or opt.keyword or opt.markexpr
+        if session.shouldstop or session.shouldfail or opt.maxfail or partial:
+            return
         for path, (start, stop, _busy, _worker, ran) in self.spans.items():
-            if ran and ran == collected.get(path):
+            if ran:
                 known[path] = round(stop - start, 1)
         self.config.cache.set(CACHE_KEY, known)
 
@@ -113,7 +116,7 @@ class ModuleTimes:
         t0 = min(s[0] for s in self.spans.values())
         tr = terminalreporter
         tr.section("module wall times (longest first)")
-        for path, (start, stop, busy, worker, ran) in sorted(self.spans.items(), key=lambda kv: kv[0][0] - kv[1][1]):
+        for path, (start, stop, busy, worker, ran) in sorted(self.spans.items(), key=lambda kv: kv[1][0] - kv[1][1]):
             if stop - start >= 1:
                 tr.write_line(f"{stop - start:8.1f}s {worker:>5} [{start - t0:7.1f} .. {stop - t0:7.1f}] {ran:4d} tests  {path}")
         ends: dict[str, float] = defaultdict(float)
