@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.support.client import auth_header
+from tests.support.samples import JSON_VALUES
 
 
 def _table(galene, db, ddl_body: str, name: str = "t") -> str:
@@ -127,19 +128,6 @@ def test_json_formats(galene, db):
     assert rows[3][2] is None
 
 
-# Values a STRING column can get from JSON: nested object, array, float, big integer, a number
-# with more digits than a double keeps, an exponent, unicode, null, a boolean.
-JSON_VALUES = (
-    b'{"k": 1, "v": {"a": 1, "b": [1, 2.50, {"c": null}], "d": "\\u00e9"}}\n'
-    b'{"k": 2, "v": [1, "x", true, 0.1]}\n'
-    b'{"k": 3, "v": 1.5}\n'
-    b'{"k": 4, "v": 123456789012345678901234567890}\n'
-    b'{"k": 5, "v": 12345.678901234567890123}\n'
-    b'{"k": 6, "v": 1e5}\n'
-    b'{"k": 7, "v": "h\xc3\xa9llo \xe2\x98\x83 \\ud834\\udd1e"}\n'
-    b'{"k": 8, "v": null}\n'
-    b'{"k": 9, "v": false}\n'
-)
 
 
 def test_json_values_get_the_same_text_by_stream_load_and_by_the_s3_table_function(galene, db, tmp_path):

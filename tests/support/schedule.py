@@ -7,8 +7,7 @@
   so a long file could wait behind another while a worker idles): a longest-first greedy
   schedule, whose critical path is the longest file rather than an unlucky queue.
 * How long a file takes: what it took in the last run here (pytest's cache,
-  `galene/module-seconds`), else the estimate below (seconds on a loaded 2-core box, from
-  `--module-times`), else a guess from its directory.
+  `galene/module-seconds`), else a guess from its directory (a fresh clone has no cache).
 
 `--module-times` prints, at the end of a run, each file's wall time, its worker and its span,
 and each worker's finish time (the critical path).
@@ -24,10 +23,6 @@ import pytest
 
 CACHE_KEY = "galene/module-seconds"
 
-# Files that take more than a minute or so (measured under load; see --module-times). Only their
-# order matters: a file missing here is guessed from its directory.
-ESTIMATE_S: dict[str, float] = {}
-
 _DEFAULT_S = {"tests/unit/": 2.0, "tests/integration/": 40.0, "tests/e2e/": 40.0}
 
 
@@ -38,8 +33,6 @@ def _scope(nodeid: str) -> str:
 def estimate(path: str, cached: dict[str, float]) -> float:
     if path in cached:
         return float(cached[path])
-    if path in ESTIMATE_S:
-        return ESTIMATE_S[path]
     return next((s for prefix, s in _DEFAULT_S.items() if path.startswith(prefix)), 10.0)
 
 

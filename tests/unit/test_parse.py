@@ -15,6 +15,7 @@ from galene.common.types import parse_type
 from galene.load.csv_reader import INVALID_UTF8_MAX_ROWS
 from galene.load.options import LoadOptions
 from galene.load.parse import parse_body
+from tests.support.samples import JSON_VALUES
 
 
 def col(name, type_text, **kw) -> Column:
@@ -730,19 +731,6 @@ def test_clock_defaults_with_a_precision_take_the_loads_start_time():
     assert [r["t"] for r in got] == [dt.datetime(2024, 5, 6, 15, 8, 9, 123000)] * 2
 
 
-# One JSON document, the values a text column can get from it: nested object, array, float,
-# big integer, a number with more digits than a double keeps, an exponent, unicode, null.
-JSON_VALUES = (
-    b'{"k": 1, "v": {"a": 1, "b": [1, 2.50, {"c": null}], "d": "\\u00e9"}}\n'
-    b'{"k": 2, "v": [1, "x", true, 0.1]}\n'
-    b'{"k": 3, "v": 1.5}\n'
-    b'{"k": 4, "v": 123456789012345678901234567890}\n'
-    b'{"k": 5, "v": 12345.678901234567890123}\n'
-    b'{"k": 6, "v": 1e5}\n'
-    b'{"k": 7, "v": "h\xc3\xa9llo \xe2\x98\x83 \\ud834\\udd1e"}\n'
-    b'{"k": 8, "v": null}\n'
-    b'{"k": 9, "v": false}\n'
-)
 
 
 def test_json_values_become_the_same_text_in_a_stream_load_and_in_s3_files():
