@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 # The PySpark that Sail 0.7.2 accepts in its own process (it supports 3.5 - 4.2).
 SAIL_PYSPARK_VERSION = "4.2.0"
 SAIL_PYSPARK_DIR = "sail-pyspark"
+# Tokio worker threads beyond one per core, so that the server answers while a query runs.
+SPARE_RUNTIME_THREADS = 2
 # How long a new server may take to accept connections (it starts in well under a second here).
 START_TIMEOUT_S = 60.0
 # How long a stopping server may take after SIGTERM before it is killed.
@@ -191,6 +193,12 @@ class SailServer:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env.setdefault("SAIL_SPARK__SESSION_TIMEOUT_SECS", str(SESSION_TIMEOUT_S))
+        # Sail serves gRPC on the same Tokio runtime its query tasks run on, one worker thread per
+        # core by default; a CPU-bound query (one task per core) then holds every worker and the
+        # server stops answering — an interrupt, a config call, a new connection's handshake
+        # ("timed out before receiving SETTINGS frame") — until the query ends. Spare workers
+        # keep it answering; partitions still follow the cores (execution.default_parallelism).
+        env.setdefault("TOKIO_WORKER_THREADS", str((os.cpu_count() or 1) + SPARE_RUNTIME_THREADS))
         argv = [
             sys.executable, "-m", "galene.engine.sail", "--serve",
             "--ip", self.host, "--port", str(port), "--parent-pid", str(os.getpid()),
