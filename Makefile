@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SAIL_PYSPARK := $(VENV)/sail-pyspark
 SAIL_PYSPARK_VERSION := 4.2.0
 
-.PHONY: run test check-java tools lint bench clean
+.PHONY: run test check-java jvm-archive tools lint bench clean
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,13 +54,18 @@ $(MCP_VENV)/.installed: Makefile
 	if [ -n "$$py" ]; then ($$py -m venv $(MCP_VENV) && $(MCP_VENV)/bin/pip install -q doris-mcp-server==1.0.0 2>&1 | grep -v '^WARNING: Location'; test -x $(MCP_VENV)/bin/doris-mcp-server) && touch $@ || echo "warning: could not install doris-mcp-server: its test skips"; \
 	else echo "warning: no Python >= 3.12 for doris-mcp-server: its test skips"; fi
 
-run: check-java $(STAMP)
+# The Spark driver's class archive (galene/engine/class_archive.py): built once per PySpark and
+# java, it halves every Spark start. Quick when it exists.
+jvm-archive: check-java $(STAMP)
+	@$(PY) -m galene.engine.class_archive_build 2>&1 | grep -v -e '^WARN' -e 'log4j' -e 'setLogLevel' -e 'incubator' -e '^Setting default log level' || true
+
+run: check-java $(STAMP) jvm-archive
 	$(VENV)/bin/galene start $(ARGS)
 
 # Two pytest-xdist workers: most of a test's time is spent waiting on the processes it starts, so
 # two of them overlap well on a 2-core box. Each module runs whole on one worker (conftest.py).
 TEST_WORKERS ?= 2
-test: check-java $(STAMP) tools
+test: check-java $(STAMP) jvm-archive tools
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(STAMP)

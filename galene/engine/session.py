@@ -27,6 +27,7 @@ import threading
 from pyspark.sql import SparkSession
 
 from galene.common.errors import GaleneError
+from galene.engine import class_archive
 
 log = logging.getLogger(__name__)
 
@@ -234,15 +235,17 @@ class SparkEngine:
                     return f"the Spark JVM {describe_exit(code)}"
         return "the Spark driver stopped answering"
 
-    def stop(self) -> None:
+    def stop(self, exit_wait_s: float = 10.0) -> None:
+        """Stop the session and its engine; a JVM we launched gets `exit_wait_s` to exit before
+        it is killed."""
         with self._lock:
             try:
-                self._stop_session_locked()
+                self._stop_session_locked(exit_wait_s)
             finally:
                 if self._sail is not None:
                     self._sail.stop()
 
-    def _stop_session_locked(self) -> None:
+    def _stop_session_locked(self, exit_wait_s: float = 10.0) -> None:
         self._drop_no_broadcast_locked()
         if self._session is None:
             return
@@ -252,7 +255,7 @@ class SparkEngine:
             except Exception:  # stopping must not fail the caller
                 log.warning("error while stopping %s", self.name, exc_info=True)
             if not self.is_connect:
-                self._shutdown_gateway()
+                self._shutdown_gateway(exit_wait_s)
         else:
             self._discard_locked()
         self._session = None
@@ -290,7 +293,7 @@ class SparkEngine:
         # both engines in one process) would then fail with CONNECT_URL_NOT_SET.
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
         builder = builder.master(self.master)
-        for k, v in self.conf.items():
+        for k, v in class_archive.driver_conf(self.conf).items():
             builder = builder.config(k, v)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("WARN")
@@ -399,7 +402,7 @@ class SparkEngine:
         self._session = None
 
     @staticmethod
-    def _shutdown_gateway() -> None:
+    def _shutdown_gateway(exit_wait_s: float = 10.0) -> None:
         """Close the py4j gateway and reap the JVM process (kills it if still running)."""
         from pyspark import SparkContext
 
@@ -416,7 +419,7 @@ class SparkEngine:
                 # The gateway JVM exits when its stdin closes; kill it if it does not.
                 if proc.stdin is not None:
                     proc.stdin.close()
-                proc.wait(timeout=10)
+                proc.wait(timeout=exit_wait_s)
             except Exception:  # noqa: BLE001
                 proc.kill()
                 proc.wait(timeout=10)

@@ -1,0 +1,74 @@
+"""The Spark driver's class-data archive (galene/engine/class_archive.py): `make` builds it,
+every Spark driver Galene launches maps it, and a missing or foreign one changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from galene.engine import class_archive
+from galene.engine.session import SparkEngine
+
+
+def test_driver_conf_adds_the_archive_after_the_deployments_own_options(monkeypatch, tmp_path):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"x")
+    monkeypatch.setattr(class_archive, "archive_path", lambda: archive)
+    monkeypatch.delenv("GALENE_JVM_CLASS_ARCHIVE", raising=False)
+    out = class_archive.driver_conf({"spark.driver.extraJavaOptions": "-Dgalene.x=1", "a": "b"})
+    options = out["spark.driver.extraJavaOptions"]
+    assert options.startswith("-Dgalene.x=1 ") and f"-XX:SharedArchiveFile={archive}" in options
+    assert out["a"] == "b"
+
+
+def test_driver_conf_leaves_conf_alone_when_off_missing_or_chosen(monkeypatch, tmp_path):
+    archive = tmp_path / "spark.jsa"
+    monkeypatch.setattr(class_archive, "archive_path", lambda: archive)
+    conf = {"spark.driver.memory": "1g"}
+    assert class_archive.driver_conf(conf) == conf  # not built
+    archive.write_bytes(b"x")
+    monkeypatch.setenv("GALENE_JVM_CLASS_ARCHIVE", "off")
+    assert class_archive.driver_conf(conf) == conf
+    monkeypatch.delenv("GALENE_JVM_CLASS_ARCHIVE")
+    own = {"spark.driver.extraJavaOptions": "-XX:SharedArchiveFile=/elsewhere.jsa"}
+    assert class_archive.driver_conf(own) == own
+
+
+def _jvm_command_line(engine: SparkEngine) -> str:
+    pid = engine.jvm_pid()
+    assert pid is not None
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def test_the_built_archive_is_mapped_by_a_started_spark_and_a_foreign_one_is_ignored(monkeypatch, tmp_path):
+    path = class_archive.archive_path()
+    assert path is not None and path.is_file(), f"`make` builds {path} (python -m galene.engine.class_archive_build)"
+    monkeypatch.delenv("GALENE_JVM_CLASS_ARCHIVE", raising=False)
+    engine = SparkEngine("local[1]", conf={"spark.driver.memory": "512m"})
+    try:
+        engine.start()
+        assert f"-XX:SharedArchiveFile={path}" in _jvm_command_line(engine)
+        maps = Path(f"/proc/{engine.jvm_pid()}/maps").read_text()
+        assert str(path) in maps  # the JVM accepted it: its pages are mapped
+        assert engine.spark().sql("SELECT 40 + 2 AS x").toArrow().to_pylist() == [{"x": 42}]
+    finally:
+        engine.stop()
+    # An archive the JVM refuses (another build, damaged): the start goes on without it.
+    foreign = tmp_path / "foreign.jsa"
+    foreign.write_bytes(b"not an archive" * 100)
+    monkeypatch.setattr(class_archive, "archive_path", lambda: foreign)
+    engine = SparkEngine("local[1]", conf={"spark.driver.memory": "512m"})
+    try:
+        engine.start()
+        assert str(foreign) not in Path(f"/proc/{engine.jvm_pid()}/maps").read_text()
+        assert engine.spark().sql("SELECT 1 AS x").toArrow().to_pylist() == [{"x": 1}]
+    finally:
+        engine.stop()
+
+
+@pytest.mark.parametrize("java_home", ["/nonexistent-java-home"])
+def test_no_java_means_no_archive(monkeypatch, java_home):
+    monkeypatch.setenv("JAVA_HOME", java_home)
+    assert class_archive.archive_path() is None
+    assert class_archive.driver_conf({"k": "v"}) == {"k": "v"}
