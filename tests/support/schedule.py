@@ -7,7 +7,9 @@
   so a long file could wait behind another while a worker idles): a longest-first greedy
   schedule, whose critical path is the longest file rather than an unlucky queue.
 * How long a file takes: what it took in the last run here (pytest's cache,
-  `galene/module-seconds`), else a guess from its directory (a fresh clone has no cache).
+  `galene/module-seconds`), else what it took in a run recorded with the repository
+  (module_seconds.json: a fresh clone has no cache, and CI runs from one), else a guess from
+  its directory.
 
 `--module-times` prints, at the end of a run, each file's wall time, its worker and its span,
 and each worker's finish time (the critical path).
@@ -15,6 +17,7 @@ and each worker's finish time (the critical path).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -30,9 +33,25 @@ def _scope(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+RECORDED = Path(__file__).with_name("module_seconds.json")
+
+
+@functools.cache
+def recorded_seconds() -> dict[str, float]:
+    """Each file's seconds in the run recorded with the repository (refresh it from a full run:
+    `--module-times-file F`, then `python -m tests.support.schedule F`)."""
+    try:
+        return {k: float(v) for k, v in json.loads(RECORDED.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
+
+
 def estimate(path: str, cached: dict[str, float]) -> float:
     if path in cached:
         return float(cached[path])
+    recorded = recorded_seconds()
+    if path in recorded:
+        return recorded[path]
     return next((s for prefix, s in _DEFAULT_S.items() if path.startswith(prefix)), 10.0)
 
 
@@ -120,3 +139,18 @@ class ModuleTimes:
         if path:
             out = {p: {"start": s - t0, "stop": e - t0, "worker": w, "tests": n} for p, (s, e, _b, w, n) in self.spans.items()}
             Path(path).write_text(json.dumps(out, indent=1, sort_keys=True))
+
+
+def main(argv: list[str]) -> int:
+    """Write module_seconds.json from a `--module-times-file` of a full run."""
+    spans = json.loads(Path(argv[1]).read_text())
+    seconds = {p: round(v["stop"] - v["start"], 1) for p, v in sorted(spans.items())}
+    RECORDED.write_text(json.dumps(seconds, indent=1, sort_keys=True) + "\n")
+    print(f"{len(seconds)} files, {sum(seconds.values()):.0f} s in all -> {RECORDED}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv))
