@@ -43,6 +43,10 @@ class Config:
     engine: str = "spark"
     spark_master: str = ""  # default local[*]; SPARK_MASTER / SPARK_REMOTE env override
     spark_driver_memory: str = "2g"
+    # More JVM options for a Spark driver the FE launches (spark.driver.extraJavaOptions), e.g.
+    # `-XX:TieredStopAtLevel=1` where JVMs are short-lived (the test suite: C2 compilations they
+    # never amortize were a third of its CPU).
+    spark_driver_java_options: str = ""
     spark_shuffle_partitions: int = 4
     # MySQL endpoint bounds (Doris names). Connections past qe_max_connection (or a user's
     # past max_user_connections) are refused with Doris' error; a connection that has not

@@ -195,6 +195,8 @@ class FeServer:
                 "spark.driver.memory": self.cfg.spark_driver_memory,
                 "spark.sql.shuffle.partitions": str(self.cfg.spark_shuffle_partitions),
             }
+            if self.cfg.spark_driver_java_options.strip():
+                conf["spark.driver.extraJavaOptions"] = self.cfg.spark_driver_java_options.strip()
             engine = SparkEngine(
                 self.cfg.spark_master or None, conf=conf, engine=self.cfg.engine, work_dir=self.cfg.data_dir
             )

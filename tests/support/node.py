@@ -24,6 +24,13 @@ from tests.support.procs import children_of
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The Spark drivers tests start live for seconds to minutes: C2 compilations they never amortize
+# were a third of the suite's CPU (tests/integration/test_stream_load.py: 73 -> 50 CPU-seconds).
+# JIT tiers change no result; Galene's own default keeps tiered compilation.
+TEST_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+TEST_ENGINE_CONF = {"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": TEST_DRIVER_JAVA_OPTIONS}
+
+
 def default_engine() -> str:
     """The query engine test processes use: GALENE_ENGINE (spark | sail; set by pytest's
     --galene-engine option), else Galene's default."""
@@ -55,7 +62,7 @@ class GaleneProcess:
     ):
         self.data_dir = Path(data_dir)
         self.role = role
-        self.conf = dict(conf or {})
+        self.conf = {"spark_driver_java_options": TEST_DRIVER_JAVA_OPTIONS, **(conf or {})}
         # Where it listens, and the network namespace it runs in (netlab.py), if any.
         self.host = host
         self.netns = netns

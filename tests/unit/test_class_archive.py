@@ -9,6 +9,8 @@ import pytest
 
 from galene.engine import class_archive
 from galene.engine.session import SparkEngine
+from tests.support.node import TEST_DRIVER_JAVA_OPTIONS
+from tests.support.procs import children_of
 
 
 def test_driver_conf_adds_the_archive_after_the_deployments_own_options(monkeypatch, tmp_path):
@@ -72,3 +74,21 @@ def test_no_java_means_no_archive(monkeypatch, java_home):
     monkeypatch.setenv("JAVA_HOME", java_home)
     assert class_archive.archive_path() is None
     assert class_archive.driver_conf({"k": "v"}) == {"k": "v"}
+
+
+def test_a_started_galene_launches_its_spark_driver_with_the_archive_and_its_java_options(galene):
+    """Through fe.conf (`spark_driver_java_options`, set by the harness) and `make`'s archive:
+    the FE's driver JVM is started with both."""
+    galene.query("SELECT 1")  # the engine is up
+    fe = galene.role_pid("fe")
+    drivers = []
+    for pid in children_of(fe):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "SparkSubmit" in argv:
+            drivers.append(argv)
+    assert len(drivers) == 1, drivers
+    assert TEST_DRIVER_JAVA_OPTIONS in drivers[0]
+    assert f"-XX:SharedArchiveFile={class_archive.archive_path()}" in drivers[0]

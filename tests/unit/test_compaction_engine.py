@@ -26,6 +26,7 @@ from galene.engine.compaction import TabletCompaction, compact_tablets, new_rows
 from galene.engine.scan import table_frame
 from galene.engine.session import SparkEngine
 from galene.load.local_merge import LOCAL_MAX_BYTES, compact_small_run, merges_locally
+from tests.support.node import TEST_ENGINE_CONF
 
 DB_ID = 1
 PARTITION_ID = 3
@@ -37,7 +38,7 @@ def engine(request):
     if request.param == "sail":
         eng = SparkEngine(engine="sail")
     else:
-        eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+        eng = SparkEngine("local[2]", conf=TEST_ENGINE_CONF)
     eng.start()
     yield eng
     eng.stop()

@@ -26,6 +26,7 @@ from galene.common.types import parse_type
 from galene.engine.query import ResultHead, interrupt_jobs, run_query, stream_query
 from galene.engine.scan import spark_schema, table_frame
 from galene.engine.session import SparkEngine
+from tests.support.node import TEST_ENGINE_CONF
 
 DB_ID = 1
 PARTITION_ID = 3
@@ -40,7 +41,7 @@ def engine(request):
     if request.param == "sail":
         eng = SparkEngine(engine="sail")
     else:
-        eng = SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+        eng = SparkEngine("local[2]", conf=TEST_ENGINE_CONF)
     eng.start()
     yield eng
     eng.stop()

@@ -18,6 +18,7 @@ from galene.sql.ddl.alter_table import alter_table
 from galene.sql.ddl.create_table import table_from_create
 from galene.sql.statements.parse import parse_statement
 from galene.sql.statements.schema import AlterTableColumns
+from tests.support.node import TEST_ENGINE_CONF
 
 
 def create(sql: str) -> Table:
@@ -206,7 +207,7 @@ def engine(request):
     eng = (
         SparkEngine(engine="sail")
         if request.param == "sail"
-        else SparkEngine("local[2]", conf={"spark.driver.memory": "1g"})
+        else SparkEngine("local[2]", conf=TEST_ENGINE_CONF)
     )
     eng.start()
     yield eng
