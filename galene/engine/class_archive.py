@@ -45,7 +45,8 @@ def archive_path() -> Path | None:
     if java is None:
         return None
     key = hashlib.sha256(java.encode()).hexdigest()[:10]
-    return Path(sys.prefix) / ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
+    # Resolved: the JVM maps (and /proc lists) the real path, whatever links lead to it.
+    return Path(sys.prefix).resolve() / ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
 def driver_conf(conf: dict[str, str]) -> dict[str, str]:
