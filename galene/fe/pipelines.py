@@ -149,6 +149,8 @@ class Pipelines:
                 # The engine job keeps running until interrupted: stop it and wait for it, so
                 # its files are gone before the statement answers.
                 await asyncio.to_thread(self._interrupt, tag)
+                # Its outcome is read even if this wait is cut short (the FE stopping).
+                job.add_done_callback(lambda f: f.cancelled() or f.exception())
                 try:
                     await asyncio.wait_for(asyncio.shield(job), timeout=60)
                 except BaseException:  # the job's own error is not the point now

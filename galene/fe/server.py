@@ -44,6 +44,8 @@ from galene.storage.gc import collect_garbage
 from galene.storage.rowset import delete_rowset_files
 
 log = logging.getLogger(__name__)
+# Deadline of each step of a stop (see FeServer.stop).
+STOP_STEP_S = 15.0
 
 
 class FeServer:
@@ -169,19 +171,26 @@ class FeServer:
         log.info("FE ready: http %s:%s, mysql %s:%s", self.host, self.http_port, self.host, self.query_port)
 
     async def stop(self) -> None:
+        """Stop every service, then the engine and the metadata store. Each step has a deadline
+        (a step stuck on the engine — a statement whose job runs on — must not keep the engine,
+        whose stop would end that job, from stopping); streaming jobs bound their own stop."""
         for t in self._tasks:
             t.cancel()
-        await self.mtmv.stop()
-        await self.jobs.stop()
-        await self.compaction.stop()
-        await self.canary.stop()
-        await self.backends.stop()
+        steps = [("materialized views", self.mtmv.stop()), ("streaming jobs", self.jobs.stop()),
+                 ("compaction", self.compaction.stop()), ("canary", self.canary.stop()),
+                 ("backends", self.backends.stop())]  # fmt: skip
         if self.mysql is not None:
-            await self.mysql.stop()
+            steps.append(("MySQL endpoint", self.mysql.stop()))
         if self._runner is not None:
-            await self._runner.cleanup()
+            steps.append(("HTTP server", self._runner.cleanup()))
         if self.rpc is not None:
-            await self.rpc.close()
+            steps.append(("RPC client", self.rpc.close()))
+        for name, step in steps:
+            deadline = None if name == "streaming jobs" else STOP_STEP_S
+            try:
+                await asyncio.wait_for(step, deadline)
+            except Exception:  # stopping goes on
+                log.warning("stopping the %s failed or took over %.0f s; going on", name, STOP_STEP_S, exc_info=True)
         if self.engine is not None:
             await asyncio.to_thread(self.engine.stop)
         await asyncio.to_thread(self.store.close)

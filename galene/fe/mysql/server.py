@@ -10,6 +10,7 @@ connections for SHOW PROCESSLIST and information_schema. Server-wide variable de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -50,6 +51,8 @@ SERVER_CAPABILITIES = (
 # Connections the kernel queues before we accept them (Doris' mysql_nio_backlog_num): a burst
 # waits in the queue instead of in SYN retransmits, and is answered (or refused) at once.
 _ACCEPT_BACKLOG = 1024
+# How long a stop waits for the connections it killed to end, and then for the server to close.
+STOP_GRACE_S = 5.0
 
 
 class _Control(LocalControl):
@@ -133,12 +136,25 @@ class GaleneMysqlServer(MysqlServer):
         logger.info("MySQL endpoint listening on %s:%s", self.host, self.port)
 
     async def stop(self) -> None:
+        """Stop listening, kill every connection (its statement is cancelled) and give them
+        STOP_GRACE_S to end; connections still open then (a statement stuck in the engine) are
+        cut, since the server's `wait_closed` would wait for them forever."""
         self.close()
         for connection in self.galene_control.connections():
             connection.kill(KillKind.CONNECTION)
         if self._connection_tasks:
-            await asyncio.wait(list(self._connection_tasks), timeout=5)
-        await self.wait_closed()
+            _, pending = await asyncio.wait(list(self._connection_tasks), timeout=STOP_GRACE_S)
+            if pending:
+                logger.warning("%d MySQL connection(s) did not end within %.0f s of the stop: cut", len(pending), STOP_GRACE_S)
+                for connection in self.galene_control.connections():
+                    with contextlib.suppress(Exception):
+                        connection.stream.writer.transport.abort()
+                for task in pending:
+                    task.cancel()
+        try:
+            await asyncio.wait_for(self.wait_closed(), STOP_GRACE_S)
+        except TimeoutError:
+            logger.warning("the MySQL endpoint did not close within %.0f s of the stop", STOP_GRACE_S)
 
     def process_list(self) -> list[ProcessInfo]:
         """The logged-in connections with what each runs (SHOW PROCESSLIST, information_schema)."""
