@@ -64,7 +64,6 @@ def build(path: Path | None = None) -> Path | None:
 
 def main() -> int:
     logging.basicConfig(level=logging.WARNING)
-    os.environ["GALENE_JVM_CLASS_ARCHIVE"] = "off"  # the archive is made without one
     path = class_archive.archive_path()
     if path is None:
         print("no java: the Spark class archive is not built")

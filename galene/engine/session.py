@@ -73,6 +73,8 @@ SPARK_EXIT_OOM = 52  # SparkExitCode.OOM: an executor (in local mode, the driver
 ENGINES = ("spark", "sail")
 # How long an engine whose connection dropped may take to be seen as exited (for the message).
 _DEATH_WAIT_S = 5.0
+# How long a JVM we launched may take to exit once its gateway closes before it is killed.
+_JVM_EXIT_WAIT_S = 10.0
 
 
 def _local_server_retry_policy(server):
@@ -235,7 +237,7 @@ class SparkEngine:
                     return f"the Spark JVM {describe_exit(code)}"
         return "the Spark driver stopped answering"
 
-    def stop(self, exit_wait_s: float = 10.0) -> None:
+    def stop(self, exit_wait_s: float = _JVM_EXIT_WAIT_S) -> None:
         """Stop the session and its engine; a JVM we launched gets `exit_wait_s` to exit before
         it is killed."""
         with self._lock:
@@ -245,7 +247,7 @@ class SparkEngine:
                 if self._sail is not None:
                     self._sail.stop()
 
-    def _stop_session_locked(self, exit_wait_s: float = 10.0) -> None:
+    def _stop_session_locked(self, exit_wait_s: float = _JVM_EXIT_WAIT_S) -> None:
         self._drop_no_broadcast_locked()
         if self._session is None:
             return
@@ -402,7 +404,7 @@ class SparkEngine:
         self._session = None
 
     @staticmethod
-    def _shutdown_gateway(exit_wait_s: float = 10.0) -> None:
+    def _shutdown_gateway(exit_wait_s: float = _JVM_EXIT_WAIT_S) -> None:
         """Close the py4j gateway and reap the JVM process (kills it if still running)."""
         from pyspark import SparkContext
 

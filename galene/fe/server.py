@@ -173,24 +173,24 @@ class FeServer:
     async def stop(self) -> None:
         """Stop every service, then the engine and the metadata store. Each step has a deadline
         (a step stuck on the engine — a statement whose job runs on — must not keep the engine,
-        whose stop would end that job, from stopping); streaming jobs bound their own stop."""
+        whose stop would end that job, from stopping)."""
         for t in self._tasks:
             t.cancel()
-        steps = [("materialized views", self.mtmv.stop()), ("streaming jobs", self.jobs.stop()),
-                 ("compaction", self.compaction.stop()), ("canary", self.canary.stop()),
-                 ("backends", self.backends.stop())]  # fmt: skip
+        # (name, coroutine, deadline); streaming jobs bound their own stop.
+        steps = [("materialized views", self.mtmv.stop(), STOP_STEP_S), ("streaming jobs", self.jobs.stop(), None),
+                 ("compaction", self.compaction.stop(), STOP_STEP_S), ("canary", self.canary.stop(), STOP_STEP_S),
+                 ("backends", self.backends.stop(), STOP_STEP_S)]  # fmt: skip
         if self.mysql is not None:
-            steps.append(("MySQL endpoint", self.mysql.stop()))
+            steps.append(("MySQL endpoint", self.mysql.stop(), STOP_STEP_S))
         if self._runner is not None:
-            steps.append(("HTTP server", self._runner.cleanup()))
+            steps.append(("HTTP server", self._runner.cleanup(), STOP_STEP_S))
         if self.rpc is not None:
-            steps.append(("RPC client", self.rpc.close()))
-        for name, step in steps:
-            deadline = None if name == "streaming jobs" else STOP_STEP_S
+            steps.append(("RPC client", self.rpc.close(), STOP_STEP_S))
+        for name, step, deadline in steps:
             try:
                 await asyncio.wait_for(step, deadline)
             except Exception:  # stopping goes on
-                log.warning("stopping the %s failed or took over %.0f s; going on", name, STOP_STEP_S, exc_info=True)
+                log.warning("stopping the %s failed or passed its deadline; going on", name, exc_info=True)
         if self.engine is not None:
             await asyncio.to_thread(self.engine.stop)
         await asyncio.to_thread(self.store.close)
