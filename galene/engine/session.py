@@ -75,6 +75,8 @@ ENGINES = ("spark", "sail")
 _DEATH_WAIT_S = 5.0
 # How long a JVM we launched may take to exit once its gateway closes before it is killed.
 _JVM_EXIT_WAIT_S = 10.0
+# How long SparkContext.stop may take (it waits for running tasks) before the JVM is killed.
+_CONTEXT_STOP_S = 15.0
 
 
 def _local_server_retry_policy(server):
@@ -252,15 +254,40 @@ class SparkEngine:
         if self._session is None:
             return
         if self._alive_locked(probe=True):
-            try:
-                self._session.stop()
-            except Exception:  # stopping must not fail the caller
-                log.warning("error while stopping %s", self.name, exc_info=True)
-            if not self.is_connect:
+            if self.is_connect:
+                try:
+                    self._session.stop()
+                except Exception:  # stopping must not fail the caller
+                    log.warning("error while stopping %s", self.name, exc_info=True)
+            elif self._stop_context_within(_CONTEXT_STOP_S):
                 self._shutdown_gateway(exit_wait_s)
+            else:
+                log.warning("%s did not stop within %.0f s; killing its JVM", self.name, _CONTEXT_STOP_S)
+                self._discard_locked()
         else:
             self._discard_locked()
         self._session = None
+
+    def _stop_context_within(self, deadline_s: float) -> bool:
+        """Cancel the JVM's jobs and stop its SparkContext; False when that outlives `deadline_s`.
+
+        SparkContext.stop waits for running tasks, and a task deep in a write (or a
+        nested-loop join, which checks for cancellation only between input batches) can run
+        for minutes after its job was cancelled: the FE's exit must not wait for it.
+        """
+        session = self._session
+
+        def stop() -> None:
+            try:
+                session.sparkContext.cancelAllJobs()
+                session.stop()
+            except Exception:  # stopping must not fail the caller
+                log.warning("error while stopping %s", self.name, exc_info=True)
+
+        stopper = threading.Thread(target=stop, name="spark-stop", daemon=True)
+        stopper.start()
+        stopper.join(deadline_s)
+        return not stopper.is_alive()
 
     def server_pid(self) -> int | None:
         """Process id of the embedded Sail server (None for other engines or when not running)."""
