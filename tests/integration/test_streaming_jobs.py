@@ -3,7 +3,11 @@ PR #62449 and its review, each as its own test, plus the S3 table function, bad 
 operator's view.
 
 One Galene with `edit_log_roll_num=1` (a checkpoint image after every journal op) serves the
-module; tests that restart it stop and start the same data directory.
+module's job tests; tests that restart it stop and start the same data directory. The jobs run
+on Sail: what they check (offsets, statistics, pauses across restarts) is the FE's, and a
+job's task is an `INSERT … SELECT … FROM S3(…)`, which the S3 table function's test runs on
+Apache Spark (the shared Galene); Sail's tasks cost a fraction of Spark's, and these tests run
+dozens of them around restarts.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ JOB_COLUMNS = (
 
 
 @pytest.fixture(scope="module")
-def galene(tmp_path_factory):
-    g = GaleneProcess(tmp_path_factory.mktemp("jobs") / "data", conf={"edit_log_roll_num": "1"}).start()
+def jobs_galene(tmp_path_factory):
+    g = GaleneProcess(tmp_path_factory.mktemp("jobs") / "data", conf={"edit_log_roll_num": "1"}, engine="sail").start()
     try:
         g.query("CREATE DATABASE sj")
         yield g
@@ -100,6 +104,7 @@ def restart(g: GaleneProcess) -> None:
 # --- the S3 table function ---------------------------------------------------------------------
 def test_s3_table_function_in_queries_insert_and_errors(galene, s3_server):
     g, s3 = galene, s3_server
+    g.query("CREATE DATABASE IF NOT EXISTS sj")
     s3.create_bucket("tvf")
     upload(s3, "tvf", "q", 0, 4)
     s3.put("tvf/j/a.json", b'{"id": 1, "name": "x", "tags": [1, 2]}\n{"id": 2, "name": "y"}\n')
@@ -125,9 +130,9 @@ def test_s3_table_function_in_queries_insert_and_errors(galene, s3_server):
 
 
 # --- Doris' defects ----------------------------------------------------------------------------
-def test_checkpoint_restart_keeps_offset_and_every_statistic(galene, s3_server):
+def test_checkpoint_restart_keeps_offset_and_every_statistic(jobs_galene, s3_server):
     """Doris lost S3 offsets and statistics after a restart from a checkpoint image."""
-    g, s3 = galene, s3_server
+    g, s3 = jobs_galene, s3_server
     s3.create_bucket("ckpt")
     make_table(g, "ckpt_t")
     keys = upload(s3, "ckpt", "in", 0, 9)
@@ -148,10 +153,10 @@ def test_checkpoint_restart_keeps_offset_and_every_statistic(galene, s3_server):
     assert stats(job(g, "ckpt_job"))["scannedRows"] == len(keys)
 
 
-def test_altered_offset_survives_checkpoint_restart_and_resume_continues_from_it(galene, s3_server):
+def test_altered_offset_survives_checkpoint_restart_and_resume_continues_from_it(jobs_galene, s3_server):
     """ALTER offset -> checkpoint -> restart keeps the ALTERed offset and PAUSED; RESUME
     continues from it."""
-    g, s3 = galene, s3_server
+    g, s3 = jobs_galene, s3_server
     s3.create_bucket("alter")
     make_table(g, "alter_t")
     first = upload(s3, "alter", "in", 0, 4)
@@ -179,7 +184,7 @@ def test_older_transaction_replayed_after_alter_never_restores_a_stale_offset(tm
     s3 = s3_server
     s3.create_bucket("replay")
     upload(s3, "replay", "in", 0, 10)
-    g = GaleneProcess(tmp_path / "data", conf={"edit_log_roll_num": "100000"}).start()
+    g = GaleneProcess(tmp_path / "data", conf={"edit_log_roll_num": "100000"}, engine="sail").start()
     try:
         g.query("CREATE DATABASE sj")
         make_table(g, "replay_t")
@@ -202,9 +207,9 @@ def test_older_transaction_replayed_after_alter_never_restores_a_stale_offset(tm
         g.stop()
 
 
-def test_filtered_rows_accumulate(galene, s3_server):
+def test_filtered_rows_accumulate(jobs_galene, s3_server):
     """Doris never accumulated filteredRows across tasks."""
-    g, s3 = galene, s3_server
+    g, s3 = jobs_galene, s3_server
     s3.create_bucket("filtered")
     make_table(g, "filtered_t", not_null_v=True)
     upload(s3, "filtered", "in", 0, 6, rows=6, bad_every=3)  # 2 bad rows per file
@@ -221,9 +226,9 @@ def test_filtered_rows_accumulate(galene, s3_server):
     assert sum(json.loads(s)["filteredRows"] for (s,) in per_task) == 12
 
 
-def test_paused_job_shows_its_offset_after_restart(galene, s3_server):
+def test_paused_job_shows_its_offset_after_restart(jobs_galene, s3_server):
     """Doris showed an empty offset for a paused job after a restart."""
-    g, s3 = galene, s3_server
+    g, s3 = jobs_galene, s3_server
     s3.create_bucket("paused")
     make_table(g, "paused_t")
     upload(s3, "paused", "in", 0, 3)
@@ -239,8 +244,8 @@ def test_paused_job_shows_its_offset_after_restart(galene, s3_server):
 
 
 # --- bad input and the operator's view --------------------------------------------------------
-def test_bad_input_pauses_with_a_named_cause_and_loads_nothing_partial(galene, s3_server):
-    g, s3 = galene, s3_server
+def test_bad_input_pauses_with_a_named_cause_and_loads_nothing_partial(jobs_galene, s3_server):
+    g, s3 = jobs_galene, s3_server
     s3.create_bucket("badin")
     make_table(g, "badin_t")
     upload(s3, "badin", "in", 0, 2)
