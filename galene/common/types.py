@@ -4,6 +4,22 @@ One `ColumnType` value describes a Doris column type in canonical form (aliases 
 DATEV2, DATETIMEV2, DECIMALV3, INTEGER are folded on parse). Everything else in Galene —
 the BE's Arrow conversion, the Spark read schema, SHOW CREATE TABLE, result-set metadata —
 derives from it here, so the mappings live in one place.
+
+Nested types carry their element types in `children` (ARRAY: the element; MAP: key, value;
+STRUCT: one per field, named by `field_names`), at most MAX_NESTING levels deep. How each
+Doris type is stored (the Parquet/Arrow type both engines read natively):
+
+  ARRAY / MAP / STRUCT   Arrow list / map / struct of their children
+  VARIANT, JSON          JSON text (UTF-8), parsed by path functions at read
+  IPV4, IPV6             canonical text (`1.2.3.4`, `2001:db8::1`): comparisons with literals
+                         and the MySQL protocol see what Doris shows
+  BITMAP                 sorted distinct BIGINT list: unions, counts and set operations are
+                         the engines' own array functions (vectorized; exact, as Doris is)
+  HLL                    an Apache DataSketches HLL sketch (binary): both engines' native
+                         `hll_union_agg` / `hll_sketch_estimate` merge and count it
+  QUANTILE_STATE         the DOUBLE values (a list), merged by concatenation; percentiles are
+                         exact (Doris' TDigest is an approximation of them)
+  DECIMAL(p > 38)        Arrow decimal256 (Doris' enable_decimal256), which only Sail reads
 """
 
 from __future__ import annotations
@@ -17,7 +33,21 @@ import pyarrow as pa
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "LARGEINT")
 FLOAT_TYPES = ("FLOAT", "DOUBLE")
 STRING_TYPES = ("CHAR", "VARCHAR", "STRING", "JSON")
-ALL_TYPES = INTEGER_TYPES + FLOAT_TYPES + STRING_TYPES + ("DECIMAL", "DATE", "DATETIME", "BOOLEAN")
+NESTED_TYPES = ("ARRAY", "MAP", "STRUCT")
+IP_TYPES = ("IPV4", "IPV6")
+# Aggregate-state types and the one aggregation each allows in an AGGREGATE KEY table.
+STATE_TYPES = {"BITMAP": "BITMAP_UNION", "HLL": "HLL_UNION", "QUANTILE_STATE": "QUANTILE_UNION"}
+ALL_TYPES = (
+    INTEGER_TYPES + FLOAT_TYPES + STRING_TYPES + NESTED_TYPES + IP_TYPES + tuple(STATE_TYPES)
+    + ("DECIMAL", "DATE", "DATETIME", "BOOLEAN", "VARIANT", "TIME")
+)  # fmt: skip
+# Types only an expression has (Doris refuses them as a column of a table).
+EXPRESSION_ONLY_TYPES = ("TIME",)
+# Doris' decimal limits: 38 digits, 76 with the session variable enable_decimal256.
+MAX_DECIMAL_PRECISION = 38
+MAX_DECIMAL256_PRECISION = 76
+# Nesting of ARRAY / MAP / STRUCT inside each other (Doris allows 9 levels).
+MAX_NESTING = 9
 
 _ALIASES = {
     "INTEGER": "INT",
@@ -35,6 +65,8 @@ _ALIASES = {
     "TEXT": "STRING",
     "JSONB": "JSON",
     "REAL": "DOUBLE",
+    "TIMEV2": "TIME",
+    "DECIMAL256": "DECIMAL",
 }
 
 # Bounds used by range checks (galene.common.intcast): two's complement, LARGEINT included
@@ -60,8 +92,26 @@ class ColumnType(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     length: int = 0  # CHAR / VARCHAR length
-    precision: int = 0  # DECIMAL precision; DATETIME fractional-second precision
+    precision: int = 0  # DECIMAL precision; DATETIME / TIME fractional-second precision
     scale: int = 0  # DECIMAL scale
+    # ARRAY: (element,); MAP: (key, value); STRUCT: the fields' types.
+    children: tuple[ColumnType, ...] = ()
+    field_names: tuple[str, ...] = ()  # STRUCT only
+
+    # --- construction ---------------------------------------------------------------
+    @staticmethod
+    def array(element: ColumnType) -> ColumnType:
+        return ColumnType(name="ARRAY", children=(element,))
+
+    @staticmethod
+    def map(key: ColumnType, value: ColumnType) -> ColumnType:
+        return ColumnType(name="MAP", children=(key, value))
+
+    @staticmethod
+    def struct(fields: list[tuple[str, ColumnType]]) -> ColumnType:
+        return ColumnType(
+            name="STRUCT", children=tuple(t for _, t in fields), field_names=tuple(n for n, _ in fields)
+        )
 
     # --- classification -------------------------------------------------------------
     @property
@@ -76,16 +126,62 @@ class ColumnType(msgspec.Struct, frozen=True, kw_only=True):
     def is_numeric(self) -> bool:
         return self.name in INTEGER_TYPES or self.name in FLOAT_TYPES or self.name == "DECIMAL"
 
+    @property
+    def is_nested(self) -> bool:
+        return self.name in NESTED_TYPES
+
+    @property
+    def is_state(self) -> bool:
+        """An aggregate-state type (BITMAP, HLL, QUANTILE_STATE)."""
+        return self.name in STATE_TYPES
+
+    @property
+    def is_text_stored(self) -> bool:
+        """Stored and queried as text although Doris has its own type for it."""
+        return self.name in STRING_TYPES or self.name in IP_TYPES or self.name == "VARIANT"
+
+    def contains_wide_decimal(self) -> bool:
+        """A DECIMAL of more than 38 digits in this type (Doris' decimal256)."""
+        todo = [self]
+        while todo:
+            t = todo.pop()
+            if t.name == "DECIMAL" and t.precision > MAX_DECIMAL_PRECISION:
+                return True
+            todo.extend(t.children)
+        return False
+
+    @property
+    def element(self) -> ColumnType:
+        return self.children[0]
+
+    def fields(self) -> list[tuple[str, ColumnType]]:
+        return list(zip(self.field_names, self.children, strict=True))
+
+    def contains(self, names: tuple[str, ...] | str) -> bool:
+        """Whether this type or any type nested in it is one of `names`."""
+        wanted = (names,) if isinstance(names, str) else names
+        todo = [self]
+        while todo:
+            t = todo.pop()
+            if t.name in wanted:
+                return True
+            todo.extend(t.children)
+        return False
+
     # --- renderings -----------------------------------------------------------------
     def to_sql(self) -> str:
         """The type as Doris prints it in SHOW CREATE TABLE (lower case, v2 names)."""
         n = self.name
+        if n in NESTED_TYPES:
+            return self._nested_text(lambda t: t.to_sql(), n.lower(), ":")
         if n in ("CHAR", "VARCHAR"):
             return f"{n.lower()}({self.length})"
         if n == "DECIMAL":
             return f"decimal({self.precision},{self.scale})"
         if n == "DATETIME":
             return f"datetime({self.precision})" if self.precision else "datetime"
+        if n == "TIME":
+            return f"time({self.precision})" if self.precision else "time"
         if n == "STRING":
             return "text"
         return n.lower()
@@ -93,22 +189,48 @@ class ColumnType(msgspec.Struct, frozen=True, kw_only=True):
     def to_desc(self) -> str:
         """The type as DESC / SHOW COLUMNS print it (Doris prints upper-case names)."""
         n = self.name
+        if n in NESTED_TYPES:
+            return self._nested_text(lambda t: t.to_desc(), n, ":")
         if n in ("CHAR", "VARCHAR"):
             return f"{n}({self.length})"
         if n == "DECIMAL":
             return f"DECIMAL({self.precision}, {self.scale})"
         if n == "DATETIME":
             return f"DATETIME({self.precision})" if self.precision else "DATETIME"
+        if n == "TIME":
+            return f"TIME({self.precision})" if self.precision else "TIME"
         if n == "STRING":
             return "TEXT"
         return n
 
+    def _nested_text(self, render, name: str, sep: str) -> str:
+        # Type trees are at most MAX_NESTING deep (make_nested checks), so recursion is bounded.
+        if self.name == "STRUCT":
+            inner = ",".join(f"{f}{sep}{render(t)}" for f, t in self.fields())
+        else:
+            inner = ",".join(render(t) for t in self.children)
+        return f"{name}<{inner}>"
+
     def to_arrow(self) -> pa.DataType:
-        return _ARROW[self.name](self)
+        n = self.name
+        if n == "ARRAY":
+            return pa.list_(self.element.to_arrow())
+        if n == "MAP":
+            return pa.map_(self.children[0].to_arrow(), self.children[1].to_arrow())
+        if n == "STRUCT":
+            return pa.struct([pa.field(f, t.to_arrow()) for f, t in self.fields()])
+        return _ARROW[n](self)
 
     def to_spark_ddl(self) -> str:
         """Spark SQL DDL type string for reading this column."""
-        return _SPARK[self.name](self)
+        n = self.name
+        if n == "ARRAY":
+            return f"ARRAY<{self.element.to_spark_ddl()}>"
+        if n == "MAP":
+            return f"MAP<{self.children[0].to_spark_ddl()},{self.children[1].to_spark_ddl()}>"
+        if n == "STRUCT":
+            return "STRUCT<" + ",".join(f"`{f}`:{t.to_spark_ddl()}" for f, t in self.fields()) + ">"
+        return _SPARK[n](self)
 
 
 _ARROW = {
@@ -123,7 +245,11 @@ _ARROW = {
     "LARGEINT": lambda t: pa.decimal128(38, 0),
     "FLOAT": lambda t: pa.float32(),
     "DOUBLE": lambda t: pa.float64(),
-    "DECIMAL": lambda t: pa.decimal128(t.precision, t.scale),
+    "DECIMAL": lambda t: (
+        pa.decimal128(t.precision, t.scale)
+        if t.precision <= MAX_DECIMAL_PRECISION
+        else pa.decimal256(t.precision, t.scale)
+    ),
     "DATE": lambda t: pa.date32(),
     "DATETIME": lambda t: pa.timestamp("us"),
     "CHAR": lambda t: pa.string(),
@@ -131,6 +257,13 @@ _ARROW = {
     "STRING": lambda t: pa.string(),
     "JSON": lambda t: pa.string(),
     "BOOLEAN": lambda t: pa.bool_(),
+    "VARIANT": lambda t: pa.string(),
+    "IPV4": lambda t: pa.string(),
+    "IPV6": lambda t: pa.string(),
+    "BITMAP": lambda t: pa.list_(pa.int64()),
+    "HLL": lambda t: pa.binary(),
+    "QUANTILE_STATE": lambda t: pa.list_(pa.float64()),
+    "TIME": lambda t: pa.string(),
 }
 
 _SPARK = {
@@ -149,6 +282,13 @@ _SPARK = {
     "STRING": lambda t: "STRING",
     "JSON": lambda t: "STRING",
     "BOOLEAN": lambda t: "BOOLEAN",
+    "VARIANT": lambda t: "STRING",
+    "IPV4": lambda t: "STRING",
+    "IPV6": lambda t: "STRING",
+    "BITMAP": lambda t: "ARRAY<BIGINT>",
+    "HLL": lambda t: "BINARY",
+    "QUANTILE_STATE": lambda t: "ARRAY<DOUBLE>",
+    "TIME": lambda t: "STRING",
 }
 
 _TYPE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*([^)]*)\s*\))?\s*$")
@@ -171,11 +311,13 @@ def parse_type(text: str) -> ColumnType:
     return make_type(base, nums, text)
 
 
-def make_type(base: str, nums: list[int], text: str | None = None) -> ColumnType:
-    """Build a canonical type from a base name and its numeric arguments, with Doris limits."""
+def make_type(base: str, nums: list[int], text: str | None = None, *, decimal256: bool = False) -> ColumnType:
+    """Build a canonical type from a base name and its numeric arguments, with Doris limits.
+
+    `decimal256` is Doris' session variable enable_decimal256 (DECIMAL up to 76 digits)."""
     text = text or base
     base = _ALIASES.get(base.upper(), base.upper())
-    if base not in ALL_TYPES:
+    if base not in ALL_TYPES or base in NESTED_TYPES:
         raise TypeError_(f"Unsupported data type: {text}")
     if base == "VARCHAR":
         length = nums[0] if nums else 1
@@ -190,14 +332,15 @@ def make_type(base: str, nums: list[int], text: str | None = None) -> ColumnType
     if base == "DECIMAL":
         precision = nums[0] if nums else 9
         scale = nums[1] if len(nums) > 1 else 0
-        if not 1 <= precision <= 38:
+        limit = MAX_DECIMAL256_PRECISION if decimal256 else MAX_DECIMAL_PRECISION
+        if not 1 <= precision <= limit:
             raise TypeError_(
-                f"Precision of decimal must between 1 and 38. Precision was set to: {precision}."
+                f"Precision of decimal must between 1 and {limit}. Precision was set to: {precision}."
             )
         if not 0 <= scale <= precision:
             raise TypeError_(f"Scale of decimal must between 0 and precision. Scale was set to: {scale}.")
         return ColumnType(name=base, precision=precision, scale=scale)
-    if base == "DATETIME":
+    if base in ("DATETIME", "TIME"):
         p = nums[0] if nums else 0
         if not 0 <= p <= 6:
             raise TypeError_(f"Scale of Datetime/Time must between 0 and 6. Scale was set to: {p}")
@@ -205,6 +348,50 @@ def make_type(base: str, nums: list[int], text: str | None = None) -> ColumnType
     # Doris' parser reads the arguments of every other type and ignores them: INT(11) display
     # widths, and FLOAT(53) / DOUBLE(16) as SQLAlchemy and pandas spell floats, stay FLOAT / DOUBLE.
     return ColumnType(name=base)
+
+
+def make_nested(name: str, children: list[ColumnType], field_names: list[str] | None = None) -> ColumnType:
+    """An ARRAY / MAP / STRUCT of already-checked child types, with Doris' rules on them."""
+    name = name.upper()
+    depth = 1 + max((nesting_depth(c) for c in children), default=0)
+    if depth > MAX_NESTING:
+        raise TypeError_(f"Type exceeds the maximum nesting depth of {MAX_NESTING}")
+    for c in children:
+        if c.is_state or c.name in ("VARIANT", "TIME"):
+            raise TypeError_(f"{name} unsupported sub-type: {c.to_sql()}")
+    if name == "ARRAY":
+        if len(children) != 1:
+            raise TypeError_("ARRAY takes one element type")
+        return ColumnType.array(children[0])
+    if name == "MAP":
+        if len(children) != 2:
+            raise TypeError_("MAP takes a key type and a value type")
+        if children[0].is_nested:
+            raise TypeError_(f"MAP unsupported sub-type: {children[0].to_sql()}")
+        return ColumnType.map(children[0], children[1])
+    if name == "STRUCT":
+        names = list(field_names or [])
+        if not children or len(names) != len(children):
+            raise TypeError_("STRUCT needs at least one named field")
+        seen: set[str] = set()
+        for n in names:
+            if n.lower() in seen:
+                raise TypeError_(f"Duplicate field name {n} in struct")
+            seen.add(n.lower())
+        return ColumnType.struct(list(zip(names, children, strict=True)))
+    raise TypeError_(f"Unsupported data type: {name}")
+
+
+def nesting_depth(t: ColumnType) -> int:
+    """Levels of ARRAY / MAP / STRUCT in `t` (0 for a scalar), walked without recursion."""
+    deepest, todo = 0, [(t, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if node.is_nested:
+            depth += 1
+            deepest = max(deepest, depth)
+            todo.extend((c, depth) for c in node.children)
+    return deepest
 
 
 def from_spark_type_name(simple: str) -> ColumnType:

@@ -36,6 +36,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
     BooleanType,
     ByteType,
     DataType,
@@ -55,6 +57,7 @@ from pyspark.sql.types import (
 
 from galene.catalog.model import DELETE_SIGN, Column, Rowset, Table, columns_at, key_columns
 from galene.common.errors import GaleneError
+from galene.common.types import ColumnType
 
 VERSION_COL = "__galene_version"
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -71,23 +74,51 @@ _SPARK_TYPES: dict[str, DataType] = {
     "TIMESTAMP_NTZ": TimestampNTZType(),
     "STRING": StringType(),
     "BOOLEAN": BooleanType(),
+    "BINARY": BinaryType(),
 }
 
 
-def spark_type(ddl: str) -> DataType:
-    """The Spark DataType of a `ColumnType.to_spark_ddl()` string (built without the JVM)."""
+def spark_type(ctype: ColumnType) -> DataType:
+    """The Spark DataType a column of `ctype` is read as (built without the JVM).
+
+    Built bottom-up over the type tree (at most MAX_NESTING levels: galene.common.types)."""
+    order, todo = [], [ctype]
+    while todo:
+        t = todo.pop()
+        order.append(t)
+        todo.extend(t.children)
+    built: dict[int, DataType] = {}
+    for t in reversed(order):  # children before parents
+        children = [built[id(c)] for c in t.children]
+        if t.name == "ARRAY":
+            out: DataType = ArrayType(children[0], True)
+        elif t.name == "MAP":
+            out = MapType(children[0], children[1], True)
+        elif t.name == "STRUCT":
+            out = StructType([StructField(n, c, True) for n, c in zip(t.field_names, children, strict=True)])
+        else:
+            out = _scalar_spark_type(t.to_spark_ddl())
+        built[id(t)] = out
+    return built[id(ctype)]
+
+
+def _scalar_spark_type(ddl: str) -> DataType:
     name, _, args = ddl.partition("(")
     name = name.strip().upper()
     if name == "DECIMAL":
         precision, _, scale = args.rstrip(")").partition(",")
         return DecimalType(int(precision), int(scale or 0))
+    if name == "ARRAY<BIGINT>":
+        return ArrayType(LongType(), True)
+    if name == "ARRAY<DOUBLE>":
+        return ArrayType(DoubleType(), True)
     return _SPARK_TYPES[name]
 
 
 def spark_schema(table: Table, include_hidden: bool) -> StructType:
     """Read schema of the table's files: every column (with hidden ones) or the visible ones."""
     columns = table.columns if include_hidden else table.visible_columns()
-    return StructType([StructField(c.name, spark_type(c.type.to_spark_ddl()), True) for c in columns])
+    return StructType([StructField(c.name, spark_type(c.type), True) for c in columns])
 
 
 def visible_rowsets(table: Table, version: int | None = None) -> list[Rowset]:
@@ -167,7 +198,7 @@ def _sql_name(name: str) -> str:
 
 def _default_value(c: Column) -> SparkColumn:
     """What a row written before column `c` existed reads as: its default, else NULL."""
-    t = spark_type(c.type.to_spark_ddl())
+    t = spark_type(c.type)
     default = c.default
     if default is None or default.upper().startswith(("CURRENT_TIMESTAMP", "CURRENT_DATE", "NOW")):
         return F.lit(None).cast(t)
@@ -190,14 +221,14 @@ def file_read_plan(
         if old is None:
             projection.append(_default_value(c).alias(c.name))
             continue
-        read.append(StructField(old.name, spark_type(old.type.to_spark_ddl()), True))
+        read.append(StructField(old.name, spark_type(old.type), True))
         col = F.col(_sql_name(old.name))
         if old.type.to_spark_ddl() != c.type.to_spark_ddl():
-            col = col.cast(spark_type(c.type.to_spark_ddl()))
+            col = col.cast(spark_type(c.type))
         projection.append(col.alias(c.name))
     if not read:  # every column these files have was dropped: read one, for the rows
         first = file_columns[0]
-        read.append(StructField(first.name, spark_type(first.type.to_spark_ddl()), True))
+        read.append(StructField(first.name, spark_type(first.type), True))
     return StructType(read), projection
 
 
@@ -395,7 +426,7 @@ def aggregate_column(c: Column, by_version: bool) -> SparkColumn:
     (SUM keeping the column's type, MIN, MAX, REPLACE and REPLACE_IF_NOT_NULL by version when
     `by_version`, i.e. when the rows carry VERSION_COL): the read-time merge compaction shares."""
     col = F.col(c.name)
-    target = spark_type(c.type.to_spark_ddl())
+    target = spark_type(c.type)
     agg = _aggregation(c)
     if agg == "SUM":
         # Spark widens SUM (INT -> BIGINT, DECIMAL(p) -> DECIMAL(p+10)); Doris keeps the type.
@@ -412,6 +443,13 @@ def aggregate_column(c: Column, by_version: bool) -> SparkColumn:
             out = F.max_by(col, F.when(col.isNotNull(), F.col(VERSION_COL)))
         else:
             out = F.any_value(col, ignoreNulls=True)
+    elif agg == "BITMAP_UNION":
+        # A bitmap is a sorted distinct BIGINT list: the union of a key's lists, vectorized.
+        out = F.array_sort(F.array_distinct(F.flatten(F.collect_list(col))))
+    elif agg == "HLL_UNION":
+        out = F.hll_union_agg(col, True)  # DataSketches HLL sketches of any lgK
+    elif agg == "QUANTILE_UNION":
+        out = F.flatten(F.collect_list(col))
     else:
         raise GaleneError(f"aggregation {agg} of column {c.name} is not supported")
     return out.alias(c.name)

@@ -75,8 +75,19 @@ class SchemaStatements(ExecutorBase):
             return await self.pipelines.create_table_like(s, ctx)
         db_name = self.database_of(s.db, ctx)
 
+        decimal256 = bool(ctx.variables.get("enable_decimal256", False))
+        reads_decimal256 = self.fe.cfg.engine == "sail" or (self.fe.cfg.spark_master or "").startswith("sc://")
+
         def build(db_id, alloc, now):
-            return table_from_create(s, db_id=db_id, alloc_id=alloc, now=now)
+            table = table_from_create(s, db_id=db_id, alloc_id=alloc, now=now, decimal256=decimal256)
+            if not reads_decimal256:
+                for c in table.columns:
+                    if c.type.contains_wide_decimal():
+                        raise AnalysisError(
+                            f"Column {c.name} {c.type.to_desc()}: Apache Spark's decimals hold at most 38 digits; "
+                            "DECIMAL of up to 76 digits needs the Sail engine (engine = sail in fe.conf)"
+                        )
+            return table
 
         await self.blocking(self.fe.catalog.create_table, db_name, build, s.if_not_exists)
         return StatementResult()

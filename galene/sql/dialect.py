@@ -81,6 +81,10 @@ def _unparenthesized_column(node: exp.Expr | None) -> exp.Expr | None:
 class Galene(Doris):
     """Doris SQL as Galene accepts it."""
 
+    # BITMAP, QUANTILE_STATE (and any other name) parse as user-defined types; the DDL's type
+    # reading (galene.sql.ddl.columns) accepts Doris' and names the others unsupported.
+    SUPPORTS_USER_DEFINED_TYPES = True
+
     class Tokenizer(Doris.Tokenizer):
         KEYWORDS: t.ClassVar[dict] = {
             **Doris.Tokenizer.KEYWORDS,
@@ -92,6 +96,9 @@ class Galene(Doris):
             "DECIMALV2": TokenType.DECIMAL,
             "DECIMALV3": TokenType.DECIMAL,
             "JSONB": TokenType.JSON,
+            "IPV4": TokenType.IPV4,
+            "IPV6": TokenType.IPV6,
+            "HLL": TokenType.HLLSKETCH,
         }
 
     class Parser(AccountParser, SchemaParser, Doris.Parser):
@@ -378,6 +385,7 @@ class Galene(Doris):
         TYPE_MAPPING: t.ClassVar[dict] = {
             **Doris.Generator.TYPE_MAPPING,
             exp.DType.INT128: "LARGEINT",
+            exp.DType.HLLSKETCH: "HLL",
         }
 
         PROPERTIES_LOCATION: t.ClassVar[dict] = {

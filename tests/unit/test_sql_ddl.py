@@ -282,7 +282,8 @@ def test_partition_column_rules():
 
 
 def test_type_errors():
-    assert "Unsupported data type" in error_of("CREATE TABLE t (k INT, a ARRAY<INT>) DUPLICATE KEY(k)")
+    assert "Unsupported data type: FOO" in error_of("CREATE TABLE t (k INT, a FOO) DUPLICATE KEY(k)")
+    assert "Unsupported data type" in error_of("CREATE TABLE t (k INT, a ARRAY<FOO>) DUPLICATE KEY(k)")
     assert "Varchar size" in error_of("CREATE TABLE t (k INT, a VARCHAR(70000)) DUPLICATE KEY(k)")
     assert "Precision of decimal" in error_of("CREATE TABLE t (k INT, a DECIMAL(50, 2)) DUPLICATE KEY(k)")
     t = build("CREATE TABLE t (k INT(11), a VARCHAR, b TEXT, c JSON, d BOOLEAN, e LARGEINT, f CHAR)")
@@ -316,3 +317,39 @@ def test_ctas_columns_come_from_the_caller():
     assert t.columns[0].is_key and not given[0].is_key  # the caller's columns are left alone
     t = build("CREATE TABLE t (x, y) AS SELECT 1, 'x'", columns=given)
     assert [c.name for c in t.columns] == ["x", "y"]
+
+
+def test_doris_types_nested_network_and_aggregate_states():
+    t = build(
+        "CREATE TABLE t (k INT, a ARRAY<INT>, m MAP<STRING,INT>, s STRUCT<a:INT,b:STRING>, v VARIANT,"
+        " i4 IPV4, i6 IPV6, n ARRAY<MAP<STRING,ARRAY<STRUCT<x:DECIMAL(10,2)>>>>, j JSONB, d DATETIME(6)) DUPLICATE KEY(k)"
+    )
+    assert [c.type.to_desc() for c in t.columns[1:]] == [
+        "ARRAY<INT>", "MAP<TEXT,INT>", "STRUCT<a:INT,b:TEXT>", "VARIANT", "IPV4", "IPV6",
+        "ARRAY<MAP<TEXT,ARRAY<STRUCT<x:DECIMAL(10, 2)>>>>", "JSON", "DATETIME(6)",
+    ]  # fmt: skip
+    assert t.columns[7].type.to_sql() == "array<map<text,array<struct<x:decimal(10,2)>>>>"
+    agg = build(
+        "CREATE TABLE t (k INT, b BITMAP BITMAP_UNION, h HLL HLL_UNION, q QUANTILE_STATE QUANTILE_UNION) AGGREGATE KEY(k)"
+    )
+    assert [(c.type.name, c.aggregation) for c in agg.columns[1:]] == [
+        ("BITMAP", "BITMAP_UNION"), ("HLL", "HLL_UNION"), ("QUANTILE_STATE", "QUANTILE_UNION"),
+    ]  # fmt: skip
+    assert build("CREATE TABLE t (k INT, d DECIMAL(76, 10)) DUPLICATE KEY(k)", decimal256=True).columns[1].type.precision == 76
+
+
+def test_doris_type_rules():
+    key = "Array can only be used in the non-key column of the duplicate table at present."
+    assert error_of("CREATE TABLE t (a ARRAY<INT>, k INT) DUPLICATE KEY(a)") == key
+    assert "Key column can not set complex type:b" in error_of("CREATE TABLE t (b BITMAP, k INT) DUPLICATE KEY(b)")
+    assert "Aggregate type BITMAP_UNION is not compatible with primitive type INT" in error_of(
+        "CREATE TABLE t (k INT, b INT BITMAP_UNION) AGGREGATE KEY(k)"
+    )
+    assert "Array column can't support aggregation MAX" in error_of(
+        "CREATE TABLE t (k INT, a ARRAY<INT> MAX) AGGREGATE KEY(k)"
+    )
+    assert error_of("CREATE TABLE t (k INT, x TIME) DUPLICATE KEY(k)") == "Time type is not supported for olap table"
+    assert "MAP unsupported sub-type" in error_of("CREATE TABLE t (k INT, m MAP<ARRAY<INT>,INT>) DUPLICATE KEY(k)")
+    deep = "ARRAY<" * 10 + "INT" + ">" * 10
+    assert "maximum nesting depth of 9" in error_of(f"CREATE TABLE t (k INT, a {deep}) DUPLICATE KEY(k)")
+    assert "Duplicate field name" in error_of("CREATE TABLE t (k INT, s STRUCT<a:INT,A:INT>) DUPLICATE KEY(k)")

@@ -66,6 +66,7 @@ def _specs(time_zone: str, version: str, version_comment: str) -> dict[str, Vari
         "default_storage_engine": VariableSpec("str", "olap"),
         "default_tmp_storage_engine": VariableSpec("str", "olap"),
         "div_precision_increment": VariableSpec("int", 4),
+        "enable_decimal256": VariableSpec("bool", False),
         "enable_insert_strict": VariableSpec("bool", True),
         "enable_profile": VariableSpec("bool", False),
         "exec_mem_limit": VariableSpec("int", 2147483648),

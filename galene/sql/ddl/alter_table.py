@@ -17,7 +17,7 @@ from galene.catalog.model import DELETE_SIGN, SEQUENCE_COL, Column, Table, with_
 from galene.common.errors import AnalysisError
 from galene.common.types import ColumnType
 from galene.sql import nodes
-from galene.sql.ddl.columns import SUPPORTED_AGGREGATIONS, check_key_type, column_from_def, find_column
+from galene.sql.ddl.columns import check_key_type, check_value_aggregation, column_from_def, find_column
 from galene.sql.ddl.indexes import check_index_unique, index_from_def
 from galene.sql.statements.schema import (
     AddColumns,
@@ -193,12 +193,8 @@ def _add_column(table: Table, cols: list[Column], cdef: exp.ColumnDef, position,
                 f"Can not add value column with aggregation type {col.aggregation} for olap table with "
                 f"random distribution : {name}"
             )
-        if col.aggregation is not None and col.aggregation not in SUPPORTED_AGGREGATIONS:
-            raise AnalysisError(f"Aggregate type {col.aggregation} of column[{name}] is not supported")
-        if col.aggregation == "SUM" and not col.type.is_numeric:
-            raise AnalysisError(
-                f"Invalid aggregate function 'SUM' for column[{name}] of type {col.type.to_desc()}"
-            )
+        if col.aggregation is not None:
+            check_value_aggregation(col)
     elif col.aggregation is not None:
         raise AnalysisError(
             f"Can not assign aggregation method on column in {_MODEL_NAMES[kt]} data model table: {name}"

@@ -20,9 +20,9 @@ from galene.common.errors import AnalysisError
 from galene.common.types import ColumnType, TypeError_, parse_type
 from galene.sql import nodes
 from galene.sql.ddl.columns import (
-    SUPPORTED_AGGREGATIONS,
     check_key_type,
     check_names,
+    check_value_aggregation,
     column_from_def,
     find_column,
 )
@@ -116,12 +116,7 @@ def _apply_keys(columns: list[Column], keys_type: str, keys: list[str]) -> list[
                 raise AnalysisError(
                     f"AGG_KEYS table should specify aggregate type for non-key column[{c.name}]"
                 )
-            if c.aggregation not in SUPPORTED_AGGREGATIONS:
-                raise AnalysisError(f"Aggregate type {c.aggregation} of column[{c.name}] is not supported")
-            if c.aggregation == "SUM" and not c.type.is_numeric:
-                raise AnalysisError(
-                    f"Invalid aggregate function 'SUM' for column[{c.name}] of type {c.type.to_desc()}"
-                )
+            check_value_aggregation(c)
         elif c.aggregation is not None:
             raise AnalysisError(
                 f"{keys_type} table should not specify aggregate type for non-key column[{c.name}]"
@@ -166,8 +161,11 @@ def table_from_create(
     alloc_id: Callable[[], int],
     now: float,
     columns: list[Column] | None = None,
+    decimal256: bool = False,
 ) -> Table:
     """Build the catalog Table a CREATE TABLE defines.
+
+    `decimal256` is the session's enable_decimal256 (DECIMAL columns of up to 76 digits).
 
     `columns` supplies the schema of a CTAS (derived by the caller from the query result);
     a names-only column list in the statement (`CREATE TABLE t (a, b) AS …`) renames them.
@@ -190,7 +188,7 @@ def table_from_create(
     else:
         if stmt.like is not None:
             raise AnalysisError("CREATE TABLE LIKE is resolved by the executor, not here")
-        cols = [column_from_def(d) for d in defs]
+        cols = [column_from_def(d, decimal256=decimal256) for d in defs]
     if not cols:
         raise AnalysisError("Table should contain at least one column")
     check_names(cols)
