@@ -394,24 +394,109 @@ def nesting_depth(t: ColumnType) -> int:
     return deepest
 
 
+_SPARK_SCALARS = {
+    "tinyint": "TINYINT",
+    "byte": "TINYINT",
+    "smallint": "SMALLINT",
+    "short": "SMALLINT",
+    "int": "INT",
+    "integer": "INT",
+    "bigint": "BIGINT",
+    "long": "BIGINT",
+    "float": "FLOAT",
+    "real": "FLOAT",
+    "double": "DOUBLE",
+    "date": "DATE",
+    "timestamp": "DATETIME",
+    "timestamp_ntz": "DATETIME",
+    "timestamp_ltz": "DATETIME",
+    "boolean": "BOOLEAN",
+    "variant": "VARIANT",
+}
+_SPARK_NESTED = {"array": "ARRAY", "map": "MAP", "struct": "STRUCT"}
+_SPARK_TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|([A-Za-z_][A-Za-z0-9_]*(?:\([^)]*\))?)|([<>,:]))")
+
+
 def from_spark_type_name(simple: str) -> ColumnType:
-    """Map a Spark simpleString type (result of a query) back to a Doris type for result metadata."""
-    s = simple.lower()
-    if s.startswith("decimal"):
-        m = re.match(r"decimal\((\d+),(\d+)\)", s)
-        p, sc = (int(m.group(1)), int(m.group(2))) if m else (38, 18)
+    """The Doris type of a Spark simpleString type (a query result's column): scalars
+    (`decimal(76,2)`, `timestamp`, `variant`; strings, binaries and anything else as STRING) and
+    nested ones (`array<int>`, `map<string,int>`, `struct<a:int,b:array<string>>`), read with an
+    explicit stack. A text that is no type string is STRING."""
+    try:
+        return _parse_spark_type(simple)
+    except (ValueError, IndexError, KeyError):
+        return ColumnType(name="STRING")
+
+
+def _spark_scalar(word: str) -> ColumnType:
+    base, _, args = word.lower().partition("(")
+    nums = [int(a) for a in args.rstrip(")").split(",") if a.strip()] if args else []
+    if base == "decimal":
+        p, sc = (nums + [10, 0][len(nums) :])[:2] if nums else (10, 0)
         return ColumnType(name="DECIMAL", precision=p, scale=sc)
-    return ColumnType(
-        name={
-            "tinyint": "TINYINT",
-            "smallint": "SMALLINT",
-            "int": "INT",
-            "bigint": "BIGINT",
-            "float": "FLOAT",
-            "double": "DOUBLE",
-            "date": "DATE",
-            "timestamp": "DATETIME",
-            "timestamp_ntz": "DATETIME",
-            "boolean": "BOOLEAN",
-        }.get(s, "STRING")
-    )
+    if base == "time":
+        return ColumnType(name="TIME", precision=nums[0] if nums else 0)
+    return ColumnType(name=_SPARK_SCALARS.get(base, "STRING"))
+
+
+def _parse_spark_type(simple: str) -> ColumnType:
+    tokens: list[str] = []
+    pos, text = 0, simple.strip()
+    while pos < len(text):
+        m = _SPARK_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(simple)
+        tokens.append(m.group(1) or m.group(2) or m.group(3))
+        pos = m.end()
+    # A frame per open ARRAY / MAP / STRUCT: [name, children, field names, expecting a name].
+    frames: list[list] = []
+    result: ColumnType | None = None
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        frame = frames[-1] if frames else None
+        if frame is not None and frame[0] == "STRUCT" and frame[3]:  # a field's name, then ':'
+            if tokens[i + 1] != ":":
+                raise ValueError(simple)
+            frame[2].append(tok[1:-1].replace("``", "`") if tok.startswith("`") else tok)
+            frame[3] = False
+            i += 2
+            continue
+        if tok == ",":
+            if frame is None:
+                raise ValueError(simple)
+            frame[3] = frame[0] == "STRUCT"
+            i += 1
+            continue
+        if tok == ">":
+            if frame is None:
+                raise ValueError(simple)
+            frames.pop()
+            name, children, names = frame[0], frame[1], frame[2]
+            if name == "ARRAY":
+                t = ColumnType.array(children[0])
+            elif name == "MAP":
+                t = ColumnType.map(children[0], children[1])
+            else:
+                t = ColumnType.struct(list(zip(names, children, strict=True)))
+        elif i + 1 < len(tokens) and tokens[i + 1] == "<" and tok.lower() in _SPARK_NESTED:
+            if len(frames) > 4 * MAX_NESTING:
+                raise ValueError(simple)
+            kind = _SPARK_NESTED[tok.lower()]
+            frames.append([kind, [], [], kind == "STRUCT"])
+            i += 2
+            continue
+        elif tok in "<:":
+            raise ValueError(simple)
+        else:
+            t = _spark_scalar(tok)
+        i += 1
+        if frames:
+            frames[-1][1].append(t)
+        elif result is None:
+            result = t
+        else:
+            raise ValueError(simple)
+    if frames or result is None:
+        raise ValueError(simple)
+    return result

@@ -124,7 +124,7 @@ def run_query(
 
     def attempt(session: SparkSession | None) -> QueryOutput:
         with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
-            columns, result = _collect(spark.sql(spark_sql))
+            columns, result = _collect(_printable(spark.sql(spark_sql)))
             return QueryOutput(columns=columns, table=result)
 
     try:
@@ -224,6 +224,30 @@ def _bound_views(
                 spark.catalog.dropTempView(name)
             except Exception:  # the session may be dead; its views died with it
                 log.debug("dropping temp view %s failed", name, exc_info=True)
+
+
+def _printable(df: DataFrame) -> DataFrame:
+    """`df` with each top-level VARIANT column as its JSON text (`to_json`, on both engines):
+    Arrow carries a variant as its binary encoding (metadata and value), which no client reads,
+    and Doris prints a VARIANT as JSON."""
+    from pyspark.sql.types import VariantType
+
+    fields = df.schema.fields
+    if not any(isinstance(f.dataType, VariantType) for f in fields):
+        return df
+    from pyspark.sql import functions as F
+
+    names = [f.name for f in fields]
+    if len(set(names)) != len(names):  # selected by name below
+        return df
+    return df.select(
+        *(
+            F.to_json(F.col(f"`{f.name.replace('`', '``')}`")).alias(f.name)
+            if isinstance(f.dataType, VariantType)
+            else F.col(f"`{f.name.replace('`', '``')}`")
+            for f in fields
+        )
+    )
 
 
 def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
@@ -358,7 +382,7 @@ def _stream_attempt(
 ) -> Iterator[ResultHead | pa.RecordBatch]:
     """One run of `stream_query` on the engine's session, or on `session`."""
     with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
-        df = spark.sql(spark_sql)
+        df = _printable(spark.sql(spark_sql))
         classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
         if classic and job_tag:
             # The partition jobs below run outside a SQL execution, where the session's tags

@@ -18,7 +18,21 @@ from galene.common.types import ColumnType
 
 # The engine-side family of each Doris type: a source column's type is used only when the
 # engine's type for the output is of the same family (a cast in between would change it).
-_FAMILY = {"VARCHAR": "STRING", "CHAR": "STRING", "JSON": "STRING", "LARGEINT": "DECIMAL"}
+_FAMILY = {
+    "VARCHAR": "STRING",
+    "CHAR": "STRING",
+    "JSON": "STRING",
+    "LARGEINT": "DECIMAL",
+    # stored as text (types.py), read as the engine's strings
+    "VARIANT": "STRING",
+    "IPV4": "STRING",
+    "IPV6": "STRING",
+    "TIME": "STRING",
+    # aggregate states: a BIGINT / DOUBLE list, an HLL sketch's bytes (binary reads as STRING)
+    "BITMAP": "ARRAY",
+    "QUANTILE_STATE": "ARRAY",
+    "HLL": "STRING",
+}
 
 Lookup = Callable[[str | None, str], list[Column] | None]
 

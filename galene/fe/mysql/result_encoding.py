@@ -4,14 +4,17 @@
   `PrimitiveType.toMysqlType`, the length of `getMysqlTypeLength` (DECIMAL p+1, or p+2 with a
   scale; DATETIME 19 whatever its precision; strings and LARGEINT 255), the decimals of
   `getMysqlDecimals` (DECIMAL's scale, DATETIME(p)'s p, 31 for FLOAT/DOUBLE) and flags 0.
-  LARGEINT is a utf8 MYSQL_TYPE_STRING (no MySQL integer holds 128 bits). Departure: STRING
-  and JSON stay VAR_STRING with Galene's utf8mb4 (Doris sends STRING as a binary-charset BLOB,
-  which Python clients read as bytes).
+  LARGEINT, ARRAY / MAP / STRUCT, IPV4 / IPV6 and the aggregate states are utf8
+  MYSQL_TYPE_STRING (`toMysqlType`'s default; no MySQL integer holds 128 bits), JSON and VARIANT
+  MYSQL_TYPE_JSON, TIME(p) MYSQL_TYPE_TIME with p decimals. Departure: STRING stays VAR_STRING
+  with Galene's utf8mb4 (Doris sends STRING as a binary-charset BLOB, which Python clients read
+  as bytes).
 * **Text rows**: each value rendered as Doris prints it — `arrow_text` a whole Arrow column at
-  once, `python_text` one Python value (small results built in the FE).
+  once (nested values by `nested_text`), `python_text` one Python value (small results built in
+  the FE). BITMAP / HLL / QUANTILE_STATE values are NULL, as Doris sends them by default.
 * **Binary rows** (COM_STMT_EXECUTE): `binary_payloads` encodes an Arrow batch column by column
   with pyarrow/numpy — fixed-width integers and floats, DATE / DATETIME as the protocol's
-  length-prefixed structs, everything else (DECIMAL, LARGEINT, strings) as length-encoded text
+  length-prefixed structs, TIME as its struct (sign, days, h, m, s, µs), everything else (DECIMAL, LARGEINT, strings) as length-encoded text
   from `arrow_text`, so no value passes through Python's `decimal` (whose default context holds
   28 digits) — and joins each row's pieces in one pyarrow call; `frame_packets` puts the packet
   headers in front, so a batch becomes wire bytes without a Python step per row or per value.
@@ -34,6 +37,7 @@ from mysql_mimic.types import ColumnDefinition
 from mysql_mimic.types import ColumnType as MysqlType
 
 from galene.common.types import ColumnType
+from galene.fe.mysql.nested_text import is_nested_arrow, nested_text
 
 # Rows per batch when encoding a result: bounds memory and lets other sessions run.
 ROW_BATCH = 4096
@@ -67,6 +71,8 @@ _FIXED = {
     "BIGINT": (MysqlType.LONGLONG, 20),
     "DATE": (MysqlType.DATE, 10),
 }
+# Doris types sent as MYSQL_TYPE_STRING (PrimitiveType.toMysqlType's default): their text.
+_STRING_TYPED = ("ARRAY", "MAP", "STRUCT", "IPV4", "IPV6", "BITMAP", "HLL", "QUANTILE_STATE")
 
 
 def mysql_column_spec(ctype: ColumnType) -> MysqlColumnSpec:
@@ -76,8 +82,12 @@ def mysql_column_spec(ctype: ColumnType) -> MysqlColumnSpec:
     if n in _FIXED:
         mysql_type, length = _FIXED[n]
         return MysqlColumnSpec(mysql_type, length, 0, _NO_FLAGS, binary)
-    if n == "LARGEINT":
+    if n == "LARGEINT" or n in _STRING_TYPED:
         return MysqlColumnSpec(MysqlType.STRING, _STRING_LENGTH, 0, _NO_FLAGS, text)
+    if n in ("JSON", "VARIANT"):
+        return MysqlColumnSpec(MysqlType.JSON, _STRING_LENGTH, 0, _NO_FLAGS, text)
+    if n == "TIME":
+        return MysqlColumnSpec(MysqlType.TIME, _STRING_LENGTH, ctype.precision, _NO_FLAGS, binary)
     if n == "FLOAT":
         return MysqlColumnSpec(MysqlType.FLOAT, 12, _NOT_FIXED_DECIMALS, _NO_FLAGS, binary)
     if n == "DOUBLE":
@@ -117,8 +127,16 @@ def text_row_batches(
 def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
     """Vectorized MySQL text rendering of one Arrow column (nulls stay null)."""
     t = array.type
+    if ctype.is_state:
+        # Doris sends an aggregate state (BITMAP, HLL, QUANTILE_STATE) as NULL unless the
+        # session asks for its serialized form (return_object_data_as_binary).
+        return pa.nulls(len(array), pa.string())
     if pa.types.is_dictionary(t):
         return arrow_text(array.dictionary_decode(), ctype)
+    if is_nested_arrow(t):
+        return nested_text(array, ctype, arrow_text)
+    if pa.types.is_time(t):
+        return _time_text(array, ctype.precision if ctype.name == "TIME" else 6)
     if (
         pa.types.is_string(t)
         or pa.types.is_large_string(t)
@@ -153,32 +171,41 @@ def arrow_text(array: pa.Array, ctype: ColumnType) -> pa.Array:
         or pa.types.is_time(t)
     ):
         return pc.cast(array, pa.string())
-    # Nested types (ARRAY/MAP/STRUCT): JSON text, value by value.
-    return pa.array([python_text(v, ctype) for v in array.to_pylist()], pa.string())
+    return pc.cast(array, pa.string())
+
+
+def _time_text(array: pa.Array, precision: int) -> pa.Array:
+    """An Arrow time of day as Doris prints TIME(p): `HH:MM:SS` and p fraction digits."""
+    full = pc.cast(array.cast(pa.time64("us")), pa.string())  # HH:MM:SS.ffffff
+    return pc.utf8_slice_codeunits(full, 0, 9 + precision if precision else 8)
 
 
 def _plain_decimal_text(array: pa.Array) -> pa.Array:
     """DECIMAL text without exponents. Arrow prints a decimal whose adjusted exponent is below
     -6 in scientific notation (a DECIMAL(38, 10) zero as `0E-10`, 1e-10 as `1E-10`); Doris
     prints `0.0000000000`. Those are the values between -1 and 1: moved by one away from zero
-    (a decimal256 one digit wider holds it) they print plainly as `±1.…`, and the 1 becomes 0."""
+    they print plainly as `±1.…`, and the 1 becomes 0."""
     t = array.type
     texts = pc.cast(array, pa.string())
-    wide_type = pa.decimal256(min(t.precision + 1, 76), t.scale)
-    wide = array.cast(wide_type)
+    if t.scale > 73:  # (no room for the shift below in 76 digits)
+        return texts
+    # Only the values between -1 and 1 are shifted, in a type of scale + 2 digits, so that a
+    # DECIMAL(76, s) (decimal256, enable_decimal256) has room for the shift too.
+    between = pc.less(pc.abs(array), pa.scalar(Decimal(1), pa.decimal256(t.scale + 1, t.scale)))
+    wide_type = pa.decimal256(t.scale + 2, t.scale)
+    wide = pc.if_else(between, array, pa.scalar(Decimal(0), t)).cast(wide_type)
     one, zero = pa.scalar(Decimal(1), wide_type), pa.scalar(Decimal(0), wide_type)
     negative = pc.less(wide, zero)
     shifted = pc.cast(pc.if_else(negative, pc.subtract(wide, one), pc.add(wide, one)), pa.string())
     plain = pc.if_else(
         negative, pc.utf8_replace_slice(shifted, 1, 2, "0"), pc.utf8_replace_slice(shifted, 0, 1, "0")
     )
-    between = pc.and_(pc.less(wide, one), pc.greater(wide, pc.negate(one)))
     return pc.if_else(between, plain, texts)
 
 
 def python_text(value: Any, ctype: ColumnType) -> str | bytes | None:
     """MySQL text rendering of one Python value."""
-    if value is None:
+    if value is None or ctype.is_state:
         return None
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -333,7 +360,44 @@ def _column_pieces(array: pa.Array, valid: np.ndarray, ctype: ColumnType) -> lis
         return [_date(array, valid)]
     if mysql_type == MysqlType.DATETIME:
         return [_datetime(array, valid, ctype.precision)]
+    if mysql_type == MysqlType.TIME:
+        return [_time(array, valid, ctype.precision)]
     return _length_encoded_text(array, valid, ctype)
+
+
+_TIME_PATTERN = r"^(?P<sign>-?)(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?:\.(?P<f>\d{1,6}))?$"
+
+
+def _time(array: pa.Array, valid: np.ndarray, precision: int) -> _Piece:
+    """TIME: length 8 (sign, days, hours, minutes, seconds) or 12 (and microseconds). TIME
+    values are text (`-838:59:59.5`, types.py) or, from an engine that has the type, times of day."""
+    if pa.types.is_time(array.type):
+        array = _time_text(array, 6)
+    # (a text that is no TIME, which storage never holds, is sent as 00:00:00)
+    parts = pc.extract_regex(pc.cast(array, pa.string()), _TIME_PATTERN)
+
+    def field(name: str) -> np.ndarray:
+        values = pc.if_else(pc.equal(pc.struct_field(parts, name), ""), "0", pc.struct_field(parts, name))
+        return pc.fill_null(pc.cast(values, pa.int64()), 0).to_numpy(zero_copy_only=False)
+
+    hours, minutes, seconds = field("h"), field("m"), field("s")
+    digits = pc.fill_null(pc.utf8_length(pc.struct_field(parts, "f")), 0).to_numpy(zero_copy_only=False)
+    micros = field("f") * 10 ** (6 - digits.astype(np.int64))
+    if precision:
+        step = 10 ** (6 - precision)
+        micros = micros // step * step
+    negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), "-"), False).to_numpy(
+        zero_copy_only=False
+    )
+    matrix = np.zeros((len(array), 13), np.uint8)
+    matrix[:, 0] = np.where(micros != 0, 12, 8)
+    matrix[:, 1] = negative
+    matrix[:, 2:6] = _little_endian(hours // 24, 4)
+    matrix[:, 6] = hours % 24
+    matrix[:, 7] = minutes
+    matrix[:, 8] = seconds
+    matrix[:, 9:13] = _little_endian(micros, 4)
+    return _ragged(matrix, np.where(valid, matrix[:, 0].astype(np.int64) + 1, 0))
 
 
 def binary_payloads(
@@ -350,7 +414,10 @@ def binary_payloads(
         array = batch.column(i)
         if isinstance(array, pa.ChunkedArray):
             array = array.combine_chunks()
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        if ctype.is_state:  # sent as NULL (arrow_text)
+            valid = np.zeros(n, bool)
+        else:
+            valid = array.is_valid().to_numpy(zero_copy_only=False)
         bitmap[:, 1 + (i + 2) // 8] |= (~valid).astype(np.uint8) << ((i + 2) % 8)
         pieces.extend(_column_pieces(array, valid, ctype))
     pieces.insert(0, _ragged(bitmap, np.full(n, bitmap.shape[1], np.int64)))
