@@ -25,7 +25,7 @@ from sqlglot.dialects.doris import Doris
 from sqlglot.tokens import TokenType
 from sqlglot.trie import new_trie
 
-from galene.sql import nodes
+from galene.sql import functions_nested, nodes
 from galene.sql.dialect_accounts import ACCOUNT_TRANSFORMS, AccountGenerator, AccountParser
 from galene.sql.dialect_schema import SCHEMA_TRANSFORMS, SchemaGenerator, SchemaParser, property_pairs
 
@@ -49,6 +49,14 @@ def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.E
         return node(this=args[0], expression=args[1] if len(args) > 1 else None, unit=exp.var(unit))
 
     return build
+
+
+# Doris functions parsed as plain calls, whatever sqlglot's Doris dialect makes of them.
+PLAIN_CALLS = functions_nested.NAMES
+
+
+def _plain_call(name: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:
+    return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
 def _value_window_function(node: type[exp.Expr], name: str, args: list[exp.Expr]) -> exp.Expr:
@@ -110,6 +118,9 @@ class Galene(Doris):
             # Doris' FIRST_VALUE/LAST_VALUE(expr, ignore_null): sqlglot's nodes take one argument.
             "FIRST_VALUE": lambda args: _value_window_function(exp.FirstValue, "FIRST_VALUE", args),
             "LAST_VALUE": lambda args: _value_window_function(exp.LastValue, "LAST_VALUE", args),
+            # The functions of the nested, JSON, IP and aggregate-state types keep Doris' arguments
+            # (galene/sql/functions_*.py rewrite them; sqlglot's nodes check other counts).
+            **{name: _plain_call(name) for name in PLAIN_CALLS},
         }
 
         FUNCTION_PARSERS: t.ClassVar[dict] = {

@@ -65,7 +65,6 @@ tests/integration/test_doris_functions.py:
 
 from __future__ import annotations
 
-import functools
 import re
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 
@@ -74,70 +73,22 @@ from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
-from galene.sql import int_cast
+from galene.sql import functions_nested, int_cast, sqlbuild
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
 
 
-# --- building blocks --------------------------------------------------------------------
-def _fn(name: str, *args: exp.Expr) -> exp.Anonymous:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
-def _str(text: str) -> exp.Literal:
-    return exp.Literal.string(text)
-
-
-def _num(value: int | str) -> exp.Literal:
-    return exp.Literal.number(value)
-
-
-def _cast(node: exp.Expr, spark_type: str) -> exp.Cast:
-    return exp.cast(node, exp.DataType.build(spark_type, dialect="spark"))
-
-
-def _needs_parens(node: exp.Expr) -> bool:
-    return not isinstance(
-        node, (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean, exp.Identifier, exp.Dot)
-    )
-
-
-def _wrap(node: exp.Expr) -> exp.Expr:
-    return exp.Paren(this=node) if _needs_parens(node) else node
-
-
-@functools.lru_cache(maxsize=512)
-def _parsed(template: str) -> exp.Expr:
-    return sqlglot.parse_one(template, read="spark")
-
-
-def _tpl(template: str, **args: exp.Expr) -> exp.Expr:
-    """A Spark SQL expression from `template`, with each `__name` column replaced by args[name]."""
-    tree = _parsed(template).copy()
-    for column in list(tree.find_all(exp.Column)):
-        name = column.name
-        if not column.table and name.startswith("__") and name[2:] in args:
-            column.replace(_wrap(args[name[2:]].copy()))
-    return _wrap(tree)
-
-
-def _string_value(node: exp.Expr | None) -> str | None:
-    return node.name if isinstance(node, exp.Literal) and node.is_string else None
-
-
-def _int_value(node: exp.Expr | None) -> int | None:
-    if isinstance(node, exp.Literal):  # INTERVAL '3' HOUR keeps its amount as a string
-        try:
-            return int(node.name)
-        except ValueError:
-            return None
-    if isinstance(node, exp.Neg):
-        value = _int_value(node.this)
-        return -value if value is not None else None
-    if isinstance(node, exp.Paren):
-        return _int_value(node.this)
-    return None
+# --- building blocks (galene/sql/sqlbuild.py) -------------------------------------------
+_fn = sqlbuild.call
+_str = sqlbuild.string
+_num = sqlbuild.number
+_cast = sqlbuild.cast
+_needs_parens = sqlbuild.needs_parens
+_wrap = sqlbuild.wrap
+_tpl = sqlbuild.template
+_string_value = sqlbuild.string_value
+_int_value = sqlbuild.int_value
 
 
 def _is_null(node: exp.Expr) -> bool:
@@ -856,7 +807,7 @@ def _comparator(keys: list[tuple[bool, bool]]) -> exp.Expr:
             f"WHEN l.k{i} IS NULL THEN {null_l} WHEN r.k{i} IS NULL THEN {null_r} "
             f"WHEN l.k{i} < r.k{i} THEN {lo} WHEN l.k{i} > r.k{i} THEN {hi} ELSE {body} END"
         )
-    lam = _parsed(f"array_sort(x, (l, r) -> {body})").find(exp.Lambda)
+    lam = sqlglot.parse_one(f"array_sort(x, (l, r) -> {body})", read="spark").find(exp.Lambda)
     assert lam is not None
     return lam.copy()
 
@@ -1042,9 +993,18 @@ def _ignore_null_flag(name: str, node: exp.Expr) -> bool:
     raise GaleneError(f"{name.lower()}: the second argument (ignore_null) must be a constant boolean")
 
 
+# The function families of the new types, each in its own module: name → its rewrite.
+_FAMILIES = {name: functions_nested.rewrite for name in functions_nested.NAMES}
+
+
 def _anonymous(node: exp.Anonymous) -> exp.Expr:
     name = node.name.upper()
     args = node.expressions
+    family = _FAMILIES.get(name)
+    if family is not None:
+        rewritten = family(name, args)
+        if rewritten is not None:
+            return rewritten
     if name in _DIFF_UNITS and len(args) == 2:
         return _timestamp_diff(_DIFF_UNITS[name], args[1], args[0])
     if name in _JSON_GETTERS and len(args) == 2:
@@ -1203,6 +1163,8 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
         return _fold_arithmetic(node)
     if isinstance(node, exp.Anonymous):
         return _anonymous(node)
+    if isinstance(node, exp.Bracket):
+        return functions_nested.subscript(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
         return _cast_type(node)
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Null):
