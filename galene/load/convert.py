@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from galene.common import intcast
 from galene.common.errors import LoadError
-from galene.common.types import ColumnType
+from galene.common.types import MAX_DECIMAL_PRECISION, ColumnType
+from galene.load import nested, text_types
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -61,6 +62,17 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
     """Convert a string array to `ctype` with Doris rules, marking values that do not convert."""
     name = ctype.name
     arrow_type = ctype.to_arrow()
+    if name in _TEXT_FORMS:
+        if isinstance(text, pa.ChunkedArray):
+            text = text.combine_chunks()
+        values, bad = _TEXT_FORMS[name](text, ctype)
+        return Conversion(values, bad if bad.any() else None, None)
+    if ctype.is_nested:
+        if isinstance(text, pa.ChunkedArray):
+            text = text.combine_chunks()
+        objs = text_types.decode_nested_values(text.to_pylist())
+        values, bad = nested.from_objects(objs, ctype, _leaf)
+        return Conversion(values, bad if bad.any() else None, None)
     if ctype.is_string:
         too_long = None
         if name in ("CHAR", "VARCHAR") and len(text):
@@ -147,7 +159,7 @@ def _to_decimal(text: pa.Array, precision: int, scale: int, arrow_type) -> tuple
     ok = shape_ok & (int_digits <= precision - scale)
     # Keep one extra fraction digit and round half away from zero on it (Doris DECIMALV3),
     # in a type two digits wider so that 99.995 -> 100.00 does not overflow the rounding.
-    rounding = precision <= 36
+    rounding = precision <= 74
     kept = scale + 1 if rounding else scale
     if kept:
         frac_kept = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, width=kept, padding="0"), 0, kept)
@@ -156,7 +168,7 @@ def _to_decimal(text: pa.Array, precision: int, scale: int, arrow_type) -> tuple
         )
     else:
         normal = pc.binary_join_element_wise(sign, pc.utf8_lpad(integer, width=1, padding="0"), "")
-    wide = pa.decimal128(precision + 2, kept) if rounding else pa.decimal128(precision, kept)
+    wide = _decimal(precision + 2, kept) if rounding else _decimal(precision, kept)
     values = pc.cast(_only(ok, normal), wide)
     if rounding:
         values = pc.round(values, ndigits=scale, round_mode="half_towards_infinity")
@@ -164,6 +176,12 @@ def _to_decimal(text: pa.Array, precision: int, scale: int, arrow_type) -> tuple
         ok = ok & bool_mask(pc.less(pc.abs(values), limit))
         values = _only(ok, values)
     return pc.cast(values, arrow_type), ok
+
+
+def _decimal(precision: int, scale: int) -> pa.DataType:
+    if precision <= MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale)
 
 
 _TEMPORAL_RE = (
@@ -313,6 +331,12 @@ def coerce(values: pa.Array, ctype: ColumnType):
     n = len(values)
     if pa.types.is_null(t):
         return Conversion(pa.nulls(n, arrow_type), None, None)
+    if ctype.is_nested:
+        out, bad = nested.from_arrow(values, ctype, _leaf)
+        return Conversion(out, bad if bad.any() else None, None)
+    if ctype.is_state and not _is_str(t):
+        out, bad = _state_from_arrow(values, ctype)
+        return Conversion(out, bad if bad.any() else None, None)
     if _is_str(t):
         return convert_strings(_cast(values, pa.string()), ctype)
     if ctype.is_string:
@@ -342,6 +366,83 @@ def coerce(values: pa.Array, ctype: ColumnType):
         return Conversion(pc.cast(values, arrow_type), None, None)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return convert_strings(to_text(values), ctype)
+
+
+def _leaf(values: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np.ndarray | None]:
+    """One level's leaves of a nested value converted by the scalar rules (galene.load.nested)."""
+    conv = coerce(one_chunk(values), ctype)
+    if conv.too_long is None:
+        return conv.values, conv.bad
+    return conv.values, conv.too_long if conv.bad is None else conv.bad | conv.too_long
+
+
+def _to_bigint(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """BITMAP elements as BIGINT by Doris' integer rule: (values, ok)."""
+    if _is_str(values.type):
+        out, ok = intcast.parse_int_text(_cast(values, pa.string()), "BIGINT")
+    else:
+        converted = intcast.to_int(values, "BIGINT")
+        if converted is None:
+            return pa.nulls(len(values), pa.int64()), np.zeros(len(values), bool)
+        out, ok = converted
+    return out, ok | ~bool_mask(pc.is_valid(values))
+
+
+def _state_from_arrow(values: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np.ndarray]:
+    """Typed values (an engine's result, a Parquet column) into an aggregate-state column."""
+    t = values.type
+    n = len(values)
+    present = bool_mask(pc.is_valid(values))
+    if ctype.name == "BITMAP":
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return nested.bitmap_from_lists(values, _to_bigint)
+        if pa.types.is_integer(t) or pa.types.is_decimal(t):
+            # One number: to_bitmap's value (negative or out of range: NULL, as to_bitmap gives).
+            out, ok = _to_bigint(values)
+            ok &= bool_mask(pc.greater_equal(pc.fill_null(out, 0), 0))
+            valid = present & ok
+            rows = np.flatnonzero(valid)
+            kept = out.take(pa.array(rows, pa.int64()))
+            return nested.normalize_bitmap(rows, kept, n, valid), np.zeros(n, bool)
+    elif ctype.name == "HLL":
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            return _cast(values, pa.binary()), np.zeros(n, bool)
+    elif ctype.name == "QUANTILE_STATE":
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return nested.from_arrow(values, ColumnType.array(ColumnType(name="DOUBLE")), _leaf)
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            doubles = pc.cast(values, pa.float64())
+            offsets = pa.array(np.arange(n + 1, dtype=np.int32), pa.int32())
+            return pa.ListArray.from_arrays(offsets, doubles, mask=pa.array(~present)), np.zeros(n, bool)
+    return pa.nulls(n, ctype.to_arrow()), present
+
+
+def _state_text(text: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np.ndarray]:
+    """Text into an aggregate-state column: BITMAP reads bitmap_from_string's form; HLL and
+    QUANTILE_STATE have no text form (a load builds them with hll_hash / to_quantile_state)."""
+    if ctype.name == "BITMAP":
+        return nested.bitmap_text(text)
+    return pa.nulls(len(text), ctype.to_arrow()), bool_mask(pc.is_valid(text))
+
+
+def _checked_text(fn):
+    def convert(text: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np.ndarray]:
+        values, ok = fn(text)
+        return values, ~ok
+
+    return convert
+
+
+# Types whose text has a form of its own (galene.load.text_types): (values, bad) from text.
+_TEXT_FORMS = {
+    "JSON": _checked_text(text_types.json_text),
+    "VARIANT": _checked_text(text_types.json_text),
+    "IPV4": _checked_text(text_types.ipv4_text),
+    "IPV6": _checked_text(text_types.ipv6_text),
+    "BITMAP": _state_text,
+    "HLL": _state_text,
+    "QUANTILE_STATE": _state_text,
+}
 
 
 # --- values as text -------------------------------------------------------------------------------

@@ -294,10 +294,20 @@ def _drop_invalid_utf8(
     return as_text, len(rows), errors
 
 
+def _read_as_text(ctype: ColumnType) -> bool:
+    """Types the fast path reads as text and converts itself (`_check_fast`): LARGEINT (Arrow's
+    decimal parser refuses 39-digit values and wraps 2^127 around to -2^127), wide decimals,
+    and every type whose text has a form of its own (nested values, JSON, IPs, states)."""
+    return (
+        ctype.name in ("LARGEINT", "JSON", "VARIANT", "IPV4", "IPV6")
+        or ctype.is_nested
+        or ctype.is_state
+        or ctype.contains_wide_decimal()
+    )
+
+
 def _fast_csv_type(ctype: ColumnType) -> pa.DataType:
-    # LARGEINT is read as text and converted by Doris' rule (`_check_fast`): Arrow's decimal
-    # parser refuses 39-digit values and wraps 2^127 around to -2^127.
-    return pa.string() if ctype.name == "LARGEINT" else ctype.to_arrow()
+    return pa.string() if _read_as_text(ctype) else ctype.to_arrow()
 
 
 def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array] | None:
@@ -305,7 +315,7 @@ def _check_fast(tbl: pa.Table, targets: dict[str, Column]) -> dict[str, pa.Array
     out = {}
     for name, col in targets.items():
         arr = tbl.column(name)
-        if col.type.name == "LARGEINT":
+        if _read_as_text(col.type):
             conv = convert_strings(one_chunk(arr), col.type)
             if conv.bad is not None:
                 return None

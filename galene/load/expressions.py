@@ -28,6 +28,7 @@ from sqlglot.errors import ParseError
 
 from galene.common.errors import LoadError
 from galene.common.types import ColumnType, TypeError_, parse_type
+from galene.load import state_functions
 from galene.load.convert import coerce, convert_strings, days_from_civil, strftime, to_text
 from galene.sql.dialect import Galene
 
@@ -784,6 +785,7 @@ _ANONYMOUS: dict[str, Callable] = {
     "UNIX_TIMESTAMP": _anon_unix_timestamp,
     "STRLEFT": _anon_strleft,
     "STRRIGHT": _anon_strright,
+    **state_functions.HANDLERS,  # to_bitmap, bitmap_hash, hll_hash, to_quantile_state, …
 }
 
 _NODE_HANDLERS: dict[type, Callable] = {

@@ -81,6 +81,8 @@ def parse_body(
     if _is_blank(body):
         return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
 
+    if opts.format != "parquet":
+        _check_hll_sources(plan)
     if opts.format in CSV_FORMATS:
         check_line_length(body, opts.line_delimiter, limits.max_line_bytes)
         source = read_csv(body, plan, opts, max_error_rows)
@@ -148,6 +150,17 @@ def _to_storage_rows(
         num_unselected=num_unselected,
         errors=all_errors[:max_error_rows],
     )
+
+
+def _check_hll_sources(plan: SourcePlan) -> None:
+    """Doris' rule for text loads: a HLL column takes hll_hash(...) or hll_empty(), never a
+    source field as it is (Parquet may carry the sketch bytes themselves)."""
+    for col in plan.targets:
+        if col is not None and col.type.name == "HLL":
+            raise LoadError(
+                f"[ANALYSIS_ERROR]HLL column must use hll function, like {col.name}=hll_hash(xxx) or "
+                f"{col.name}=hll_empty()"
+            )
 
 
 def _is_blank(body: bytes) -> bool:

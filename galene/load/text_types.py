@@ -1,0 +1,258 @@
+"""Doris' text forms of the types stored as text or parsed from text: JSON / VARIANT, IPV4 /
+IPV6, and the nested ARRAY / MAP / STRUCT literals of a CSV field.
+
+* JSON, VARIANT: the text must be one JSON document; it is stored compact (`{"a":1}`), numbers
+  keeping their digits. Text that is not JSON does not convert (NULL, or its row filtered in
+  strict mode / NOT NULL). Every value is decoded by msgspec's C decoder (one `map` over the
+  column, no Python code per row); only a column holding invalid JSON is looked at value by
+  value, to find which.
+* IPV4: dotted quad, each part 0..255 (leading zeros read, dropped: `01.2.3.4` -> `1.2.3.4`),
+  surrounding whitespace ignored; vectorized with Arrow's regex kernels.
+* IPV6: stored in RFC 5952 form (compressed, lower case), an IPv4-mapped address with its
+  IPv4 part dotted (`::ffff:1.2.3.4`), as Doris (ClickHouse's formatIPv6) prints them. Each
+  distinct value is parsed once (Python's `ipaddress`), so the cost follows the distinct values.
+* Nested text (`[1, 2]`, `{"k":1}`, `{1:"a"}`, `['a', 'b']`, `[abc, def]`, `{1, "x"}` for a
+  STRUCT by position): a value that is JSON is decoded by msgspec (the common case, C speed);
+  the other spellings Doris reads — single quotes, unquoted strings and keys, `null`/`NULL` —
+  go through `parse_doris_nested`, an iterative parser bounded in depth (MAX_NESTING) whose
+  leaves stay text. The Python objects are then built into Arrow by `galene.load.nested`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import operator
+from itertools import repeat
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from galene.common.types import MAX_NESTING
+from galene.load.json_text import EXACT_JSON
+
+_JSON_OUT = msgspec.json.Encoder(decimal_format="number")
+
+
+class _Invalid:
+    """Marks a value that did not parse (distinct from JSON null)."""
+
+
+INVALID = _Invalid()
+
+
+def _mask(arr) -> np.ndarray:
+    return pc.fill_null(arr, False).to_numpy(zero_copy_only=False)
+
+
+def decode_json_values(texts: list) -> list:
+    """Each text decoded as one JSON document (None stays None; INVALID where it is no JSON)."""
+    present = [t for t in texts if t is not None] if None in texts else texts
+    try:
+        decoded = list(map(EXACT_JSON.decode, present))
+    except (msgspec.DecodeError, TypeError, ValueError):
+        decoded = [_try_decode(t) for t in present]  # only a column with invalid JSON comes here
+    if present is texts:
+        return decoded
+    it = iter(decoded)
+    return [None if t is None else next(it) for t in texts]
+
+
+def _try_decode(text: str):
+    try:
+        return EXACT_JSON.decode(text)
+    except (msgspec.DecodeError, TypeError, ValueError):
+        return INVALID
+
+
+def json_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """JSON / VARIANT text: (compact JSON text, ok mask); ok is False where the text is no JSON."""
+    decoded = decode_json_values(text.to_pylist())
+    ok = np.fromiter(map(operator.is_not, decoded, repeat(INVALID)), bool, len(decoded))
+    if not ok.all():
+        decoded = [None if d is INVALID else d for d in decoded]
+    out = pa.array(list(map(_JSON_OUT.encode, decoded)), pa.binary()).cast(pa.string())
+    present = _mask(pc.is_valid(text))
+    keep = ok & present
+    if not keep.all():
+        out = pc.if_else(pa.array(keep), out, pa.scalar(None, pa.string()))
+    return out, ok | ~present
+
+
+# --- IP addresses ---------------------------------------------------------------------------------
+
+_IPV4_RE = r"^\s*" + r"\.".join(f"(?P<o{i}>[0-9]{{1,3}})" for i in range(4)) + r"\s*$"
+
+
+def ipv4_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """IPV4 text: (canonical dotted text, ok mask)."""
+    parts = pc.extract_regex(text, _IPV4_RE)
+    shape = _mask(pc.is_valid(parts))
+    octets = []
+    ok = shape.copy()
+    for i in range(4):
+        child = pc.fill_null(parts.field(i), "0")
+        value = pc.cast(pc.if_else(pa.array(shape), child, "0"), pa.int32())
+        ok &= _mask(pc.less_equal(value, 255))
+        octets.append(pc.cast(value, pa.string()))
+    joined = pc.binary_join_element_wise(*octets, ".")
+    out = pc.if_else(pa.array(ok), joined, pa.scalar(None, pa.string()))
+    present = _mask(pc.is_valid(text))
+    return out, ok | ~present
+
+
+def _ipv6_canonical(text: str) -> str | None:
+    try:
+        addr = ipaddress.IPv6Address(text.strip())
+    except (ipaddress.AddressValueError, ValueError):
+        return None
+    if addr.scope_id is not None:
+        return None
+    if addr.ipv4_mapped is not None:
+        return f"::ffff:{addr.ipv4_mapped}"
+    return addr.compressed
+
+
+def ipv6_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """IPV6 text: (canonical text, ok mask), each distinct value parsed once."""
+    encoded = pc.dictionary_encode(text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    canon = pa.array(list(map(_ipv6_canonical, encoded.dictionary.to_pylist())), pa.string())
+    out = pc.take(canon, encoded.indices)
+    present = _mask(pc.is_valid(text))
+    ok = _mask(pc.is_valid(out)) | ~present
+    return out, ok
+
+
+# --- nested text -------------------------------------------------------------------------------
+
+
+class DorisPairs(dict):
+    """A `{k: v, …}` container read from Doris text (a MAP, or a STRUCT by name)."""
+
+
+def decode_nested_values(texts: list) -> list:
+    """Nested text values as Python objects (lists, dicts; leaves as JSON scalars or text);
+    None for NULL, INVALID where the text does not parse. JSON first, Doris' spellings after."""
+    decoded = decode_json_values(texts)
+    if any(d is INVALID for d in decoded):
+        decoded = [parse_doris_nested(t) if d is INVALID else d for t, d in zip(texts, decoded)]
+    return decoded
+
+
+_QUOTES = "\"'"
+_CLOSE = {"[": "]", "{": "}"}
+
+
+def parse_doris_nested(text: str):
+    """One value in Doris' nested text forms, without recursion (depth <= MAX_NESTING).
+
+    Returns lists for `[…]` and for `{a, b}` (a STRUCT by position), DorisPairs for
+    `{k: v, …}`, leaves as str (quoted or not) or None (`null`, `NULL`); INVALID when the
+    text is malformed."""
+    s = text.strip()
+    if not s or s[0] not in _CLOSE:
+        return INVALID
+    n = len(s)
+    i = 0
+    # Each frame: [opening char, items, pending key (for pairs), expecting-value flag, is_pairs]
+    stack: list[list] = []
+    result = INVALID
+    value_ready = False
+    value = None
+    while i < n:
+        c = s[i]
+        if c in " \t\r\n":
+            i += 1
+            continue
+        if c in _CLOSE:
+            if value_ready or len(stack) >= MAX_NESTING:
+                return INVALID
+            stack.append([c, [], INVALID, None])
+            i += 1
+            continue
+        if not stack:
+            return INVALID
+        frame = stack[-1]
+        if c in "]}":
+            if _CLOSE[frame[0]] != c:
+                return INVALID
+            if value_ready:
+                if not _add(frame, value):
+                    return INVALID
+            elif frame[1] or frame[2] is not INVALID:
+                return INVALID  # a trailing comma or a key without a value
+            stack.pop()
+            done = _finish(frame)
+            if done is INVALID:
+                return INVALID
+            i += 1
+            if not stack:
+                result = done
+                if s[i:].strip():
+                    return INVALID
+                return result
+            value, value_ready = done, True
+            continue
+        if c == ",":
+            if not value_ready or not _add(frame, value):
+                return INVALID
+            value_ready = False
+            i += 1
+            continue
+        if c == ":":
+            if frame[0] != "{" or not value_ready or frame[2] is not INVALID:
+                return INVALID
+            if isinstance(value, (list, dict)):
+                return INVALID
+            frame[2] = value
+            frame[3] = True  # pairs
+            value_ready = False
+            i += 1
+            continue
+        if value_ready:
+            return INVALID
+        if c in _QUOTES:
+            j = i + 1
+            out = []
+            while j < n and s[j] != c:
+                if s[j] == "\\" and j + 1 < n:
+                    j += 1
+                out.append(s[j])
+                j += 1
+            if j >= n:
+                return INVALID
+            value, value_ready = "".join(out), True
+            i = j + 1
+            continue
+        j = i
+        while j < n and s[j] not in ",]}:":
+            j += 1
+        token = s[i:j].strip()
+        value = None if token in ("null", "NULL") else token
+        value_ready = True
+        i = j
+    return INVALID
+
+
+def _add(frame: list, value) -> bool:
+    if frame[2] is not INVALID:
+        frame[1].append((frame[2], value))
+        frame[2] = INVALID
+        return True
+    if frame[3]:
+        return False  # a value without key among pairs
+    frame[3] = False
+    frame[1].append(value)
+    return True
+
+
+def _finish(frame: list):
+    items = frame[1]
+    if frame[0] == "[":
+        return items
+    if frame[3]:
+        return DorisPairs(items)
+    return items  # `{a, b}`: a STRUCT by position
