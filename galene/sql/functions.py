@@ -73,7 +73,7 @@ from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
-from galene.sql import functions_nested, int_cast, sqlbuild
+from galene.sql import functions_json, functions_nested, int_cast, sqlbuild
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
@@ -624,14 +624,7 @@ def _date_trunc(node: exp.TimestampTrunc) -> exp.Expr:
 
 
 # --- JSON -------------------------------------------------------------------------------
-def _json_path(node: exp.Expr) -> exp.Expr:
-    """Doris JSON path → Spark's: `$.[1]` → `$[1]`, `$."a.b"` → `$['a.b']`."""
-    text = _string_value(node)
-    if text is None:
-        return node
-    text = text.replace("$.[", "$[").replace(".[", "[")
-    text = re.sub(r'\."([^"]*)"', lambda m: "['" + m.group(1) + "']", text)
-    return _str(text)
+_json_path = functions_json.doc_path  # Doris JSON path → Spark's
 
 
 def _json_text(value: exp.Expr) -> exp.Expr:
@@ -650,19 +643,13 @@ _JSON_GETTERS = {
     "GET_JSON_DOUBLE": "DOUBLE",
     "JSON_EXTRACT_DOUBLE": "DOUBLE",
     "JSON_EXTRACT_BOOL": "BOOLEAN",
+    "JSON_EXTRACT_LARGEINT": "DECIMAL(38, 0)",
+    "JSONB_EXTRACT_INT": "INT",
+    "JSONB_EXTRACT_BIGINT": "BIGINT",
+    "JSONB_EXTRACT_LARGEINT": "DECIMAL(38, 0)",
+    "JSONB_EXTRACT_DOUBLE": "DOUBLE",
+    "JSONB_EXTRACT_BOOL": "BOOLEAN",
 }
-
-
-def _json_extract(doc: exp.Expr, paths: list[exp.Expr]) -> exp.Expr:
-    def one(path: exp.Expr) -> exp.Expr:
-        return _fn("to_json", _fn("try_variant_get", _fn("try_parse_json", doc.copy()), _json_path(path)))
-
-    if len(paths) == 1:
-        return one(paths[0])
-    items = [_fn("coalesce", one(p), _str("null")) for p in paths]
-    return _tpl(
-        "IF(__j IS NULL, NULL, concat('[', __items, ']'))", j=doc, items=_fn("concat_ws", _str(","), *items)
-    )
 
 
 # --- strings ----------------------------------------------------------------------------
@@ -994,7 +981,10 @@ def _ignore_null_flag(name: str, node: exp.Expr) -> bool:
 
 
 # The function families of the new types, each in its own module: name → its rewrite.
-_FAMILIES = {name: functions_nested.rewrite for name in functions_nested.NAMES}
+_FAMILIES = {
+    **{name: functions_nested.rewrite for name in functions_nested.NAMES},
+    **{name: functions_json.rewrite for name in functions_json.NAMES},
+}
 
 
 def _anonymous(node: exp.Anonymous) -> exp.Expr:
@@ -1152,7 +1142,7 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
             d=node.args["decimals"],
         )
     if isinstance(node, exp.JSONExtract):
-        return _json_extract(node.this, [node.expression, *(node.expressions or [])])
+        return functions_json.extract(node.this, [node.expression, *(node.expressions or [])])
     if isinstance(node, exp.JSONObject):
         items = []
         for kv in node.expressions:
@@ -1164,9 +1154,15 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _anonymous(node)
     if isinstance(node, exp.Bracket):
-        return functions_nested.subscript(node)
+        return functions_json.variant_subscript(node) or functions_nested.subscript(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
         return _cast_type(node)
+    if isinstance(node, exp.Cast) and node.to.this == exp.DType.VARIANT:
+        return functions_json.to_variant(node.this)
+    if isinstance(node, exp.Cast) and functions_json.is_variant_value(node.this):
+        parsed = functions_json.variant_cast(node.this, node.to)
+        if parsed is not None:
+            return parsed
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Null):
         name = _integer_target(node.to)
         if name is not None:
