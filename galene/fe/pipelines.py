@@ -107,7 +107,8 @@ class Pipelines:
                 bound[key] = view
             return bound[key]
 
-        return to_spark_sql(expr, resolve), views
+        columns = lambda db, name: self.executor.source_columns(ctx.database, db, name)
+        return to_spark_sql(expr, resolve, columns), views
 
     def _session_rules(self, ctx) -> tuple[bool, float, int]:
         return ins.session_rules(ctx.variables)

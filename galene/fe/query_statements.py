@@ -87,7 +87,9 @@ class QueryStatements(ExecutorBase):
             db_name = self.database_of(db, ctx)
             if is_schema(db_name):  # a small Arrow-backed view for this statement
                 key = f"{SCHEMA_NAME}.{name.lower()}"
-                return functions.add_table(key, lambda: schema_tables.arrow_table(name, self.meta_context(ctx)))
+                return functions.add_table(
+                    key, lambda: schema_tables.arrow_table(name, self.meta_context(ctx))
+                )
             key = (db_name, name)
             if key not in bound:
                 defined = self.fe.catalog.view(db_name, name)
@@ -103,7 +105,9 @@ class QueryStatements(ExecutorBase):
         functions = TableFunctionViews(self.fe)
         await functions.prepare(expr)
         with functions.resolving():
-            spark_sql = to_spark_sql(expr, resolve)
+            spark_sql = to_spark_sql(
+                expr, resolve, lambda db, name: self.source_columns(ctx.database, db, name)
+            )
         if explain is not None:  # EXPLAIN: the engine's plan of the same statement
             spark_sql = f"EXPLAIN {explain} {spark_sql}"
         await self.fe.wait_engine()
@@ -116,7 +120,9 @@ class QueryStatements(ExecutorBase):
         if stream:
             return await self.start_stream(functions, spark_sql, views, tag, timeout)
         job = asyncio.ensure_future(
-            self.blocking(functions.run, engine_query.run_query, self.fe.engine, spark_sql, views, storage_uri, tag)
+            self.blocking(
+                functions.run, engine_query.run_query, self.fe.engine, spark_sql, views, storage_uri, tag
+            )
         )
         try:
             return await asyncio.wait_for(asyncio.shield(job), timeout=timeout)

@@ -116,6 +116,14 @@ def variant_cast(value: exp.Expr, to: exp.DataType) -> exp.Expr | None:
     return None
 
 
+def variant_scalar(value: exp.Expr) -> exp.Expr:
+    """A whole VARIANT column's value as the text a CAST to a scalar reads (a JSON string
+    unquoted, anything else its JSON text)."""
+    if value.meta.get("variant_path") is not None:
+        return value  # already get_json_object's text
+    return call("get_json_object", value.copy(), string("$"))
+
+
 def to_variant(value: exp.Expr) -> exp.Expr:
     """CAST(x AS VARIANT): JSON text (a string is read as JSON when it is JSON, else kept as a
     JSON string), marked so that subscripts over it are paths."""

@@ -14,9 +14,10 @@ The rewrites rely on non-ANSI Spark semantics where Doris returns NULL instead o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -26,6 +27,7 @@ from galene.sql.dialect import Galene
 from galene.sql.functions import rewrite_function
 
 ResolveTable = Callable[[str | None, str], "str | ViewDefinition"]
+ColumnTypes = Callable[[str | None, str], "Iterable[Any] | None"]
 
 
 # --- views ------------------------------------------------------------------------------
@@ -109,7 +111,9 @@ def _rewrite_all_tables(tree: exp.Expr, resolve_table: ResolveTable) -> None:
 # (galene/fe/pipelines.py) resolves them without knowing about them.
 TABLE_FUNCTIONS = ("s3", "jobs", "tasks", "mv_infos")
 ResolveFunction = Callable[[str, dict[str, str], str], str]
-table_function_resolver: ContextVar[ResolveFunction | None] = ContextVar("table_function_resolver", default=None)
+table_function_resolver: ContextVar[ResolveFunction | None] = ContextVar(
+    "table_function_resolver", default=None
+)
 
 
 def table_function_call(table: exp.Table) -> tuple[str, dict[str, str], str] | None:
@@ -119,7 +123,11 @@ def table_function_call(table: exp.Table) -> tuple[str, dict[str, str], str] | N
         return None
     props: dict[str, str] = {}
     for arg in call.expressions:
-        if not (isinstance(arg, exp.EQ) and isinstance(arg.this, exp.Literal) and isinstance(arg.expression, exp.Literal)):
+        if not (
+            isinstance(arg, exp.EQ)
+            and isinstance(arg.this, exp.Literal)
+            and isinstance(arg.expression, exp.Literal)
+        ):
             raise GaleneError(f'table function {call.name}: arguments must be "key" = "value" pairs')
         props[arg.this.name] = arg.expression.name
     return call.name.lower(), props, call.sql(dialect=Galene)
@@ -232,12 +240,37 @@ def _alias_projections(query: exp.Expr) -> None:
 
 
 # --- entry point ------------------------------------------------------------------------
-def to_spark_sql(query: exp.Expr, resolve_table: ResolveTable) -> str:
+def _mark_variant_columns(tree: exp.Expr, names: set[str]) -> None:
+    """Column references named like a VARIANT column of a table the query reads carry
+    meta["doris_type"] = "VARIANT": their subscripts are JSON paths (galene/sql/functions_json.py)."""
+    if not names:
+        return
+    for column in tree.find_all(exp.Column):
+        if column.name.lower() in names:
+            column.meta["doris_type"] = "VARIANT"
+
+
+def to_spark_sql(
+    query: exp.Expr, resolve_table: ResolveTable, column_types: ColumnTypes | None = None
+) -> str:
     """Spark SQL for a Doris query. `resolve_table(db or None, name)` returns the Spark view
     name for a table, or a ViewDefinition for a view (expanded in place), and raises for an
-    unknown one (the error propagates)."""
+    unknown one (the error propagates). `column_types(db or None, name)`, when given, returns a
+    table's catalog columns (objects with `name` and a ColumnType `type`), or None: a query over
+    VARIANT columns needs them (`v['a']` is a JSON path there, a subscript elsewhere)."""
     tree = query.copy()
-    _rewrite_all_tables(tree, resolve_table)
+    variant_names: set[str] = set()
+
+    def resolve(db: str | None, name: str) -> str | ViewDefinition:
+        resolved = resolve_table(db, name)
+        if column_types is not None and isinstance(resolved, str):
+            for column in column_types(db, name) or ():
+                if column.type.name == "VARIANT":
+                    variant_names.add(column.name.lower())
+        return resolved
+
+    _rewrite_all_tables(tree, resolve)
+    _mark_variant_columns(tree, variant_names)
     _unqualify_databases(tree)
     _alias_projections(tree)
     # Children before parents, so a rewritten node's arguments are already rewritten
