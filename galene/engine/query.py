@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -250,6 +251,44 @@ def _printable(df: DataFrame) -> DataFrame:
     )
 
 
+_WIDE_DECIMAL = re.compile(r"decimal\((\d+),")
+
+
+def _connect_arrow_schema(schema) -> pa.Schema:
+    """PySpark's `to_arrow_schema` of a Spark Connect result, except that a DECIMAL of more
+    than 38 digits (Sail's decimal256: Doris' enable_decimal256) is declared decimal256 —
+    PySpark's mapping builds a decimal128, which cannot hold it. A wide decimal nested in
+    another type is declared NULL, so the column keeps the type its values are sent with."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import DecimalType, NullType, StructField, StructType
+
+    wide: dict[int, pa.DataType] = {}
+    fields = list(schema.fields)
+    for i, f in enumerate(fields):
+        if any(int(p) > 38 for p in _WIDE_DECIMAL.findall(f.dataType.simpleString())):
+            t = f.dataType
+            wide[i] = pa.decimal256(t.precision, t.scale) if isinstance(t, DecimalType) else pa.null()
+            fields[i] = StructField(f.name, NullType(), True)
+    declared = to_arrow_schema(
+        StructType(fields) if wide else schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC"
+    )
+    for i, t in wide.items():
+        declared = declared.set(i, declared.field(i).with_type(t))
+    return declared
+
+
+def _spark_type_name(sent: pa.DataType, declared: str) -> str:
+    """The Spark type name of a column kept with the Arrow type it was sent with."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    if pa.types.is_decimal256(sent):  # (PySpark maps no decimal256)
+        return f"decimal({sent.precision},{sent.scale})"
+    try:
+        return from_arrow_type(sent).simpleString()
+    except (TypeError, ValueError):
+        return declared
+
+
 def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
     """The result's (name, Spark type) columns and its rows as Arrow.
 
@@ -264,9 +303,7 @@ def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
     to_table = getattr(df, "_to_table", None)  # Spark Connect's DataFrame; classic Spark converts itself
     if to_table is None:
         return columns, df.toArrow()
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
-
-    declared = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    declared = _connect_arrow_schema(df.schema)
     table, _ = to_table()
     try:
         return columns, table.cast(declared)
@@ -282,7 +319,7 @@ def _collect(df: DataFrame) -> tuple[list[tuple[str, str]], pa.Table]:
             out_fields.append(field)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
             log.debug("column %s: declared %s, sent %s; kept as sent", field.name, field.type, data.type)
-            columns[i] = (field.name, from_arrow_type(data.type).simpleString())
+            columns[i] = (field.name, _spark_type_name(data.type, columns[i][1]))
             arrays.append(data)
             out_fields.append(field.with_type(data.type))
     return columns, pa.Table.from_arrays(arrays, schema=pa.schema(out_fields, metadata=declared.metadata))
@@ -473,11 +510,10 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
     decimal places: the first batch of `1 UNION ALL 2.5` holds only the 1) or cannot hold the
     first batch's. Every later batch is cast to the same types; one that cannot be is an error
     of the query."""
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
     from pyspark.sql.types import StructType
 
     columns = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-    declared = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    declared = _connect_arrow_schema(df.schema)
     client = df._session.client
     tables = (
         t
@@ -497,7 +533,7 @@ def _connect_batches(df: DataFrame) -> Iterator[ResultHead | pa.RecordBatch]:
                 fields.append(field)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
                 log.debug("column %s: declared %s, sent %s; kept as sent", field.name, field.type, data.type)
-                columns[i] = (field.name, from_arrow_type(data.type).simpleString())
+                columns[i] = (field.name, _spark_type_name(data.type, columns[i][1]))
                 fields.append(field.with_type(data.type))
         schema = pa.schema(fields, metadata=declared.metadata)
     yield ResultHead(columns, schema)

@@ -521,19 +521,26 @@ def _table_exists(fe, db_name: str, name: str) -> bool:
         return False
 
 
+# Source column types a CTAS column keeps when it reads the column unchanged (the engine's type
+# of it is a plainer one: DECIMAL(38, 0), a timestamp, a string, a list, nested strings).
+_KEPT_SOURCE_TYPES = ("LARGEINT", "DATETIME", "JSON", "VARIANT", "IPV4", "IPV6")
+_KEPT_SOURCE_TYPES += ("BITMAP", "HLL", "QUANTILE_STATE")
+
+
 def _ctas_type(t: ColumnType, source: ColumnType | None = None) -> ColumnType:
     """The type of a CTAS (or materialized view) column from the engine's type `t` of the
     query's column and, when that column reads a table's column unchanged, `source`, the table
     column's type. Strings become VARCHAR(65533) as in Doris; a LARGEINT or DATETIME(p) read
-    unchanged keeps its type (the engine's DECIMAL(38, 0) / timestamp lose them); any other
+    unchanged keeps its type (the engine's DECIMAL(38, 0) / timestamp lose them), and so do
+    JSON, VARIANT, IPV4/IPV6, the aggregate states and nested types (ARRAY<VARCHAR(10)>); any other
     timestamp is DATETIME(6): the engine's timestamps keep microseconds without saying how many
     digits a computed one has, and a CTAS must not drop them."""
-    if t.name == "STRING":
-        return CTAS_VARCHAR
-    if source is not None and source.name in ("LARGEINT", "DATETIME"):
+    if source is not None and (source.name in _KEPT_SOURCE_TYPES or source.is_nested):
         refined = source_types.refine([t], [source])[0]
         if refined == source:
             return source
+    if t.name == "STRING":
+        return CTAS_VARCHAR
     if t.name == "DATETIME":
         return CTAS_DATETIME
     return t
