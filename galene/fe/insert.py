@@ -33,7 +33,7 @@ from sqlglot import exp
 from galene.catalog.model import Table
 from galene.common import intcast
 from galene.common.errors import AnalysisError, GaleneError
-from galene.common.types import ColumnType
+from galene.common.types import MAX_NESTING, ColumnType
 from galene.net.deadline import DeadlineExceeded
 
 INTERNAL_PASSWORD_PREFIX = "galene-internal:"
@@ -111,7 +111,13 @@ class _NotLiteral(Exception):
 
 
 def _literal_text(e: exp.Expr) -> str | None:
-    """The text of a constant VALUES item (None for NULL); raises _NotLiteral for expressions."""
+    """The text of a constant VALUES item (None for NULL); raises _NotLiteral for expressions.
+
+    A nested literal (`[1, 2]`, `array(…)`, `{'a': 1}`, `map(…)`, `struct(…)`,
+    `named_struct(…)`) made only of constants becomes its JSON text, which the BE reads into
+    the ARRAY / MAP / STRUCT column like any load's nested text."""
+    if _is_nested_literal(e):
+        return _nested_json(e)
     if isinstance(e, exp.Null):
         return None
     if isinstance(e, exp.Boolean):
@@ -148,6 +154,68 @@ def literal_values_table(
     return pa.table({f"c{i}": pa.array(col, pa.string()) for i, col in enumerate(columns)}).rename_columns(
         names
     )
+
+
+_NESTED_FUNCTIONS = ("ARRAY", "MAP", "STRUCT", "NAMED_STRUCT")
+
+
+def _is_nested_literal(e: exp.Expr) -> bool:
+    if isinstance(e, (exp.Array, exp.Struct)):
+        return True
+    return isinstance(e, exp.Anonymous) and str(e.this).upper() in _NESTED_FUNCTIONS
+
+
+def _json_scalar(e: exp.Expr) -> str:
+    text = _literal_text(e)
+    return "null" if text is None else msgspec.json.encode(text).decode()
+
+
+def _nested_json(root: exp.Expr) -> str:
+    """A nested literal as JSON text, built with an explicit stack (bounded by MAX_NESTING);
+    scalars become JSON strings of their literal text (the BE converts them to the element
+    type by Doris' rules). Raises _NotLiteral for anything that is not a constant."""
+    out: list[str] = []
+    stack: list[tuple[str, exp.Expr | str, int]] = [("node", root, 0)]
+    while stack:
+        kind, item, depth = stack.pop()
+        if kind == "text":
+            out.append(item)  # type: ignore[arg-type]
+            continue
+        node = item
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not _is_nested_literal(node):
+            out.append(_json_scalar(node))
+            continue
+        if depth >= MAX_NESTING:
+            raise _NotLiteral
+        name = str(node.this).upper() if isinstance(node, exp.Anonymous) else ""
+        args = list(node.expressions)
+        pieces: list[tuple[str, exp.Expr | str, int]] = []
+        if isinstance(node, exp.Struct) and args and all(isinstance(a, exp.PropertyEQ) for a in args):
+            pairs = [(exp.Literal.string(a.this.name), a.expression) for a in args]
+            opener, closer = "{", "}"
+        elif name in ("MAP", "NAMED_STRUCT"):
+            if len(args) % 2:
+                raise _NotLiteral
+            pairs = list(zip(args[0::2], args[1::2]))
+            opener, closer = "{", "}"
+        else:  # [..], array(..), struct(..) by position
+            pairs = [(None, a) for a in args]
+            opener, closer = "[", "]"
+        pieces.append(("text", opener, depth))
+        for i, (key, value) in enumerate(pairs):
+            if i:
+                pieces.append(("text", ",", depth))
+            if key is not None:
+                key_text = _literal_text(key)
+                if key_text is None or _is_nested_literal(key):
+                    raise _NotLiteral
+                pieces.append(("text", msgspec.json.encode(key_text).decode() + ":", depth))
+            pieces.append(("node", value, depth + 1))
+        pieces.append(("text", closer, depth))
+        stack.extend(reversed(pieces))
+    return "".join(out)
 
 
 def _is_number(e: exp.Expr) -> bool:
