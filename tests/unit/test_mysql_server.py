@@ -843,7 +843,8 @@ def _read_until_eof(sock: socket.socket) -> list[bytes]:
 
 def test_result_columns_are_declared_as_doris_declares_them(port):
     """Type, length, decimals, flags and charset per Doris' MysqlSerializer.writeField: flags 0,
-    DATETIME(p) with p decimals, LARGEINT a utf8 MYSQL_TYPE_STRING of length 255."""
+    DATETIME(p) with p decimals, LARGEINT a utf8 MYSQL_TYPE_STRING of length 255, JSON a
+    MYSQL_TYPE_JSON (PrimitiveType.toMysqlType)."""
     sock = raw_login(port)
     _command(sock, b"\x03SELECT * FROM wide")
     assert read_raw_packet(sock) == bytes([len(WIDE_COLUMNS)])
@@ -858,7 +859,7 @@ def test_result_columns_are_declared_as_doris_declares_them(port):
         "d38": (246, 40, 10, 0, binary), "d380": (246, 39, 0, 0, binary), "dd": (10, 10, 0, 0, binary),
         "t0": (12, 19, 0, 0, binary), "t3": (12, 19, 3, 0, binary), "t6": (12, 19, 6, 0, binary),
         "c": (253, 255, 0, 0, utf8), "vc": (253, 255, 0, 0, utf8), "s": (253, 255, 0, 0, utf8),
-        "n": (253, 255, 0, 0, utf8), "j": (253, 255, 0, 0, utf8), "last": (3, 11, 0, 0, binary),
+        "n": (253, 255, 0, 0, utf8), "j": (245, 255, 0, 0, utf8), "last": (3, 11, 0, 0, binary),
     }  # fmt: skip
 
 
