@@ -252,3 +252,41 @@ def test_decimal256_column_on_sail(galene_on_sail):
     reply = _load(node, db, "d", f"1\t{big}\n".encode())
     assert reply["NumberLoadedRows"] == 1, reply
     assert node.query("SELECT CAST(x AS STRING) FROM d", db) == [(big,)]
+
+
+def test_insert_select_copies_every_new_type_through_the_engine(galene, db):
+    galene.query(ALL_TYPES_DDL, db)
+    galene.query(ALL_TYPES_DDL.replace("CREATE TABLE t ", "CREATE TABLE t2 "), db)
+    reply = _load(galene, db, "t", CSV_BODY, strict_mode="true", max_filter_ratio="0.5")
+    assert reply["NumberLoadedRows"] == 3, reply
+    galene.query("INSERT INTO t2 SELECT * FROM t", db)
+    query = (
+        "SELECT k, size(a), a[3], aa[1][1], m['k2'], struct_element(s, 'x'), j, v, ip4, ip6, "
+        "CAST(big AS STRING), ts FROM {} ORDER BY k"
+    )
+    assert galene.query(query.format("t2"), db) == galene.query(query.format("t"), db)
+
+
+def test_insert_select_of_aggregate_states(galene, db):
+    galene.query(STATE_DDL, db)
+    galene.query(STATE_DDL.replace("CREATE TABLE st ", "CREATE TABLE st2 "), db)
+    cols = "k, u, x, b=to_bitmap(u), h=hll_hash(x), q=to_quantile_state(u, 2048)"
+    reply = _load(galene, db, "st", b"1,7,a\n1,9,b\n2,3,c\n", column_separator=",", columns=cols)
+    assert reply["Status"] == "Success", reply
+    galene.query("INSERT INTO st2 SELECT * FROM st", db)
+    galene.query("INSERT INTO st2 SELECT * FROM st", db)
+    assert galene.query("SELECT k, size(b), b[2], size(q) FROM st2 ORDER BY k", db) == [
+        (1, 2, 9, 4),
+        (2, 1, None, 2),
+    ]
+
+
+def test_insert_strict_largeint_bounds(galene, db):
+    galene.query("CREATE TABLE l (k INT, big LARGEINT) DUPLICATE KEY(k) DISTRIBUTED BY HASH(k) BUCKETS 1", db)
+    with galene.mysql(db) as conn, conn.cursor() as cur:
+        cur.execute("SET enable_insert_strict = true")
+        cur.execute(f"INSERT INTO l VALUES (1, {MAX}), (2, {MIN}), (3, '{MAX}')")
+        with pytest.raises(pymysql.err.MySQLError, match="filtered"):
+            cur.execute(f"INSERT INTO l VALUES (4, {MAX + 1})")
+    # Apache Spark cannot read 39-digit LARGEINTs (see HI): count the rows without reading them.
+    assert galene.query("SELECT count(*) FROM l", db) == [(3,)]
