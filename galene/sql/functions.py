@@ -73,7 +73,7 @@ from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
-from galene.sql import functions_json, functions_nested, int_cast, sqlbuild
+from galene.sql import functions_ip, functions_json, functions_nested, int_cast, sqlbuild
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
@@ -984,6 +984,7 @@ def _ignore_null_flag(name: str, node: exp.Expr) -> bool:
 _FAMILIES = {
     **{name: functions_nested.rewrite for name in functions_nested.NAMES},
     **{name: functions_json.rewrite for name in functions_json.NAMES},
+    **{name: functions_ip.rewrite for name in functions_ip.NAMES},
 }
 
 
@@ -1157,6 +1158,8 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
         return functions_json.variant_subscript(node) or functions_nested.subscript(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
         return _cast_type(node)
+    if isinstance(node, exp.Cast) and node.to.this in (exp.DType.IPV4, exp.DType.IPV6):
+        return (functions_ip.to_ipv4 if node.to.this == exp.DType.IPV4 else functions_ip.to_ipv6)(node.this)
     if isinstance(node, exp.Cast) and node.to.this == exp.DType.VARIANT:
         return functions_json.to_variant(node.this)
     if isinstance(node, exp.Cast) and functions_json.is_variant_value(node.this):
