@@ -27,7 +27,8 @@ from galene.load.expressions import ColumnSpec, parse_columns, parse_condition
 CSV_FORMATS = ("csv", "csv_with_names", "csv_with_names_and_types")
 # Formats Doris accepts; the ones not in SUPPORTED_FORMATS are refused by parse_body.
 KNOWN_FORMATS = CSV_FORMATS + ("json", "parquet", "orc", "arrow")
-SUPPORTED_FORMATS = CSV_FORMATS + ("json", "parquet")
+SUPPORTED_FORMATS = CSV_FORMATS + ("json", "parquet", "orc", "arrow")
+COLUMNAR_FORMATS = ("parquet", "orc", "arrow")
 MERGE_TYPES = ("APPEND", "DELETE", "MERGE")
 SEQUENCE_COL_HEADER = "function_column.sequence_col"
 
@@ -79,7 +80,7 @@ def _header_bool(value: str) -> bool:
 
 @dataclass
 class LoadOptions:
-    format: str = "csv"  # csv | csv_with_names | csv_with_names_and_types | json | parquet
+    format: str = "csv"  # csv | csv_with_names | csv_with_names_and_types | json | parquet | orc | arrow
     column_separator: bytes = b"\t"
     line_delimiter: bytes = b"\n"
     enclose: bytes | None = None  # CSV quote character; Doris reads quotes literally unless set

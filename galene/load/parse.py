@@ -34,11 +34,11 @@ from galene.load.bounds import (
     inflate_all,
     json_too_big,
 )
-from galene.load.columnar import read_parquet
+from galene.load.columnar import read_arrow, read_orc, read_parquet
 from galene.load.convert import bool_mask, coerce, convert_strings, null_of, one_chunk
 from galene.load.csv_reader import read_csv
 from galene.load.json_reader import read_json
-from galene.load.options import COMPRESS_CODECS, CSV_FORMATS, SUPPORTED_FORMATS, LoadOptions
+from galene.load.options import COLUMNAR_FORMATS, COMPRESS_CODECS, CSV_FORMATS, SUPPORTED_FORMATS, LoadOptions
 from galene.load.source import RowError, Source, SourcePlan, check_merge_options, typed_renderer
 from galene.storage.rowset import storage_schema
 
@@ -81,13 +81,14 @@ def parse_body(
     if _is_blank(body):
         return ParsedBatch(schema.empty_table(), 0, 0, 0, [])
 
-    if opts.format != "parquet":
+    if opts.format not in COLUMNAR_FORMATS:
         _check_hll_sources(plan)
     if opts.format in CSV_FORMATS:
         check_line_length(body, opts.line_delimiter, limits.max_line_bytes)
         source = read_csv(body, plan, opts, max_error_rows)
-    elif opts.format == "parquet":
-        source = read_parquet(body, plan, limits)
+    elif opts.format in COLUMNAR_FORMATS:
+        reader = {"parquet": read_parquet, "orc": read_orc, "arrow": read_arrow}[opts.format]
+        source = reader(body, plan, limits)
     else:
         if json_document and len(body) > limits.json_max_bytes:
             raise json_too_big(len(body), limits.json_max_bytes)

@@ -356,3 +356,41 @@ def test_bitmap_column_reads_bitmap_from_string_text():
     tbl = table(("k", INT), ("b", t("BITMAP")), keys_type="AGG_KEYS", aggs={"b": "BITMAP_UNION"})
     batch = parse_body(b"1\t5,3,5\n2\t-1\n", tbl, LoadOptions(strict_mode=True))
     assert batch.data.to_pylist() == [{"k": 1, "b": [3, 5]}] and batch.num_filtered == 1
+
+
+def _nested_columns_table() -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array([1, 2], pa.int64()),
+            "a": pa.array([[1, 2], None], pa.list_(pa.int64())),
+            "m": pa.array([[("x", 1)], []], pa.map_(pa.string(), pa.int64())),
+            "s": pa.array([{"a": 1, "b": "p"}, {"a": 2, "b": None}]),
+        }
+    )
+
+
+EXPECTED_NESTED_ROWS = [
+    {"k": 1, "a": [1, 2], "m": [("x", 1)], "s": {"a": 1, "b": "p"}},
+    {"k": 2, "a": None, "m": [], "s": {"a": 2, "b": None}},
+]
+
+
+def test_orc_body_with_nested_columns():
+    import pyarrow.orc as paorc
+
+    buf = io.BytesIO()
+    paorc.write_table(_nested_columns_table(), buf)
+    tbl = table(("k", INT), ("a", ARR_INT), ("m", MAP_STR_INT), ("s", STRUCT_AB))
+    assert parse_body(buf.getvalue(), tbl, LoadOptions(format="orc")).data.to_pylist() == EXPECTED_NESTED_ROWS
+
+
+@pytest.mark.parametrize("kind", ["stream", "file"])
+def test_arrow_body_with_nested_columns(kind):
+    data = _nested_columns_table()
+    sink = pa.BufferOutputStream()
+    writer = pa.ipc.new_stream(sink, data.schema) if kind == "stream" else pa.ipc.new_file(sink, data.schema)
+    writer.write_table(data)
+    writer.close()
+    tbl = table(("k", INT), ("a", ARR_INT), ("m", MAP_STR_INT), ("s", STRUCT_AB))
+    batch = parse_body(sink.getvalue().to_pybytes(), tbl, LoadOptions(format="arrow"))
+    assert batch.data.to_pylist() == EXPECTED_NESTED_ROWS
