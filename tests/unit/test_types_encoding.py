@@ -107,6 +107,10 @@ def test_nesting_and_slices():
     ctype = T("struct<a:array<map<string,array<tinyint>>>,b:string>")
     assert arrow_text(st, ctype).to_pylist() == ['{"a":[{"k":[1]}], "b":null}', '{"a":null, "b":"z"}']
     assert arrow_text(st.slice(1), ctype).to_pylist() == ['{"a":null, "b":"z"}']
+    maps = pa.array(
+        [[("a", [1])], [("b", None), ("c", [])], None], pa.map_(pa.string(), pa.list_(pa.int32()))
+    )
+    assert arrow_text(maps.slice(1), T("map<string,array<int>>")).to_pylist() == ['{"b":null, "c":[]}', None]
     chunked = pa.chunked_array([nested.slice(0, 1), nested.slice(2)])
     assert arrow_text(chunked.combine_chunks(), ctype=T("array<array<bigint>>")).to_pylist() == [
         "[[1], [], null]",

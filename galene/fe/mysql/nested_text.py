@@ -71,10 +71,16 @@ def nested_text(array: pa.Array, ctype: ColumnType, scalar_text: ScalarText) -> 
 
 def _children(array: pa.Array, t: ColumnType) -> list[tuple[pa.Array, ColumnType]]:
     at = array.type
-    if pa.types.is_map(at):
-        return [(array.keys, t.children[0]), (array.items, t.children[1])]
-    if pa.types.is_list(at) or pa.types.is_large_list(at):
-        return [(array.values, t.children[0])]
+    if pa.types.is_map(at) or pa.types.is_list(at) or pa.types.is_large_list(at):
+        # Only this slice's part of the child (a result batch is a slice of a bigger array,
+        # whose `values` are the whole child); `_compose` rebases the offsets the same way.
+        offsets = array.offsets
+        start = offsets[0].as_py() if len(offsets) else 0
+        length = (offsets[-1].as_py() if len(offsets) else 0) - start
+        if pa.types.is_map(at):
+            keys, items = array.keys.slice(start, length), array.items.slice(start, length)
+            return [(keys, t.children[0]), (items, t.children[1])]
+        return [(array.values.slice(start, length), t.children[0])]
     if pa.types.is_struct(at):
         return list(zip(array.flatten(), t.children, strict=True))
     return []
@@ -182,6 +188,8 @@ def _compose(array: pa.Array, t: ColumnType, inner: list[pa.Array]) -> pa.Array:
     else:
         elements, opening, closing = inner[0], "[", "]"
     offsets = array.offsets.cast(pa.int64())
+    if len(offsets):
+        offsets = pc.subtract(offsets, offsets[0])
     lists = pa.LargeListArray.from_arrays(offsets, elements, mask=nulls)
     joined = pc.binary_join(lists, pa.scalar(", ", _TEXT))
     return _concat(opening, joined, closing, "")
