@@ -11,6 +11,7 @@ The package owns the wire between a MySQL client and the FE's statement dispatch
 * `framing` — packets on the socket (`GaleneStream`), every read and write bounded in size and
   time; the limits a session's variables may set.
 * `result_encoding` — column definitions and row values (text and binary protocol) of a result.
+* `nested_text` — Doris' text forms of ARRAY / MAP / STRUCT values, rendered over the type tree.
 * `results` — a statement's answer on the wire: OK packet, result header, rows (streamed).
 * `prepared` — prepared statements (COM_STMT_*): parameters decoded and substituted as SQL
   literals, cursors.
