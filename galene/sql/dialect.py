@@ -25,7 +25,7 @@ from sqlglot.dialects.doris import Doris
 from sqlglot.tokens import TokenType
 from sqlglot.trie import new_trie
 
-from galene.sql import functions_ip, functions_json, functions_nested, nodes
+from galene.sql import functions_ip, functions_json, functions_nested, functions_state, nodes
 from galene.sql.dialect_accounts import ACCOUNT_TRANSFORMS, AccountGenerator, AccountParser
 from galene.sql.dialect_schema import SCHEMA_TRANSFORMS, SchemaGenerator, SchemaParser, property_pairs
 
@@ -52,7 +52,7 @@ def _build_unit_delta(node: type[exp.Expr], unit: str) -> t.Callable[[list[exp.E
 
 
 # Doris functions parsed as plain calls, whatever sqlglot's Doris dialect makes of them.
-PLAIN_CALLS = functions_nested.NAMES | functions_json.NAMES | functions_ip.NAMES
+PLAIN_CALLS = functions_nested.NAMES | functions_json.NAMES | functions_ip.NAMES | functions_state.NAMES
 
 
 def _plain_call(name: str) -> t.Callable[[list[exp.Expr]], exp.Expr]:

@@ -73,7 +73,7 @@ from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
-from galene.sql import functions_ip, functions_json, functions_nested, int_cast, sqlbuild
+from galene.sql import functions_ip, functions_json, functions_nested, functions_state, int_cast, sqlbuild
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
@@ -985,6 +985,7 @@ _FAMILIES = {
     **{name: functions_nested.rewrite for name in functions_nested.NAMES},
     **{name: functions_json.rewrite for name in functions_json.NAMES},
     **{name: functions_ip.rewrite for name in functions_ip.NAMES},
+    **{name: functions_state.rewrite for name in functions_state.NAMES},
 }
 
 
@@ -992,6 +993,8 @@ def _anonymous(node: exp.Anonymous) -> exp.Expr:
     name = node.name.upper()
     args = node.expressions
     family = _FAMILIES.get(name)
+    if name == "TO_BITMAP" and len(args) == 1:  # Doris reads the value as a BIGINT by its integer rule
+        args = [_integer_cast(args[0], "BIGINT")]
     if family is not None:
         rewritten = family(name, args)
         if rewritten is not None:
