@@ -70,8 +70,12 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
     if ctype.is_nested:
         if isinstance(text, pa.ChunkedArray):
             text = text.combine_chunks()
-        objs = text_types.decode_nested_values(text.to_pylist())
-        values, bad = nested.from_objects(objs, ctype, _leaf)
+        fast = text_types.json_column(text, ctype)
+        if fast is not None:
+            values, bad = nested.from_arrow(fast, ctype, _leaf)
+        else:
+            objs = text_types.decode_nested_values(text.to_pylist())
+            values, bad = nested.from_objects(objs, ctype, _leaf)
         return Conversion(values, bad if bad.any() else None, None)
     if ctype.is_string:
         too_long = None

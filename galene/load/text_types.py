@@ -12,7 +12,8 @@ IPV6, and the nested ARRAY / MAP / STRUCT literals of a CSV field.
   IPv4 part dotted (`::ffff:1.2.3.4`), as Doris (ClickHouse's formatIPv6) prints them. Each
   distinct value is parsed once (Python's `ipaddress`), so the cost follows the distinct values.
 * Nested text (`[1, 2]`, `{"k":1}`, `{1:"a"}`, `['a', 'b']`, `[abc, def]`, `{1, "x"}` for a
-  STRUCT by position): a value that is JSON is decoded by msgspec (the common case, C speed);
+  STRUCT by position): a column of plain JSON arrays / objects is read whole by pyarrow's JSON
+  reader (`json_column`); otherwise each value that is JSON is decoded by msgspec (C speed);
   the other spellings Doris reads — single quotes, unquoted strings and keys, `null`/`NULL` —
   go through `parse_doris_nested`, an iterative parser bounded in depth (MAX_NESTING) whose
   leaves stay text. The Python objects are then built into Arrow by `galene.load.nested`.
@@ -28,8 +29,9 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pajson
 
-from galene.common.types import MAX_NESTING
+from galene.common.types import MAX_NESTING, ColumnType
 from galene.load.json_text import EXACT_JSON
 
 _JSON_OUT = msgspec.json.Encoder(decimal_format="number")
@@ -127,6 +129,70 @@ def ipv6_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 # --- nested text -------------------------------------------------------------------------------
+
+
+def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
+    """The fast route for a column of nested JSON text (`[1, 2]`, `["a"]`, `{"a": 1}` for a
+    STRUCT): every value wrapped as a `{"v": <text>}` line and read by pyarrow's JSON reader
+    (C++, threaded). None unless every value reads and every leaf's inferred type keeps the
+    value exactly for its column type (integers for integer columns, strings for string
+    columns, …); the caller then takes the general route. MAPs always take the general route
+    (pyarrow reads a JSON object as a struct of its keys)."""
+    if ctype.contains("MAP") or not len(text):
+        return None
+    lines = pc.binary_join_element_wise('{"v":', pc.fill_null(text, "null"), "}\n", "")
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    lines = lines.cast(pa.large_string())
+    offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    body = lines.buffers()[2].to_pybytes()[int(offsets[0]) : int(offsets[-1])]
+    try:
+        table = pajson.read_json(
+            pa.BufferReader(body),
+            read_options=pajson.ReadOptions(
+                use_threads=len(body) > (1 << 20), block_size=max(1 << 20, len(body) // 8 + 1)
+            ),
+            parse_options=pajson.ParseOptions(unexpected_field_behavior="error"),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(text) or table.num_columns != 1:
+        return None
+    column = table.column(0).combine_chunks()
+    return column if _keeps_values(column.type, ctype) else None
+
+
+def _keeps_values(arrow_type: pa.DataType, ctype: ColumnType) -> bool:
+    """Whether pyarrow's inferred type gives every value of `ctype` back exactly (type tree
+    walked with a stack)."""
+    todo = [(arrow_type, ctype)]
+    while todo:
+        at, t = todo.pop()
+        if pa.types.is_null(at):
+            continue
+        if t.name == "ARRAY":
+            if not pa.types.is_list(at):
+                return False
+            todo.append((at.value_type, t.element))
+        elif t.name == "STRUCT":
+            if not pa.types.is_struct(at):
+                return False
+            names = {at.field(i).name.lower(): at.field(i).type for i in range(at.num_fields)}
+            if any(k not in {f.lower() for f in t.field_names} for k in names):
+                return False  # keys the struct does not have: let the general route decide
+            todo.extend((names[f.lower()], c) for f, c in t.fields() if f.lower() in names)
+        elif t.is_integer and t.name != "LARGEINT" or t.name == "BOOLEAN":
+            if not (pa.types.is_int64(at) or pa.types.is_boolean(at)):
+                return False
+        elif t.name in ("FLOAT", "DOUBLE"):
+            if not (pa.types.is_int64(at) or pa.types.is_float64(at)):
+                return False
+        elif t.name in ("CHAR", "VARCHAR", "STRING", "IPV4", "IPV6", "DATE"):
+            if not pa.types.is_string(at):
+                return False
+        else:
+            return False  # decimals, LARGEINT, datetimes, JSON: their exact text matters
+    return True
 
 
 class DorisPairs(dict):
