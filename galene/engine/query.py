@@ -125,7 +125,9 @@ def run_query(
 
     def attempt(session: SparkSession | None) -> QueryOutput:
         with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
-            columns, result = _collect(_printable(spark.sql(spark_sql)))
+            df, variants = _printable(spark.sql(spark_sql))
+            columns, result = _collect(df)
+            _mark_variants(columns, variants)
             return QueryOutput(columns=columns, table=result)
 
     try:
@@ -227,20 +229,19 @@ def _bound_views(
                 log.debug("dropping temp view %s failed", name, exc_info=True)
 
 
-def _printable(df: DataFrame) -> DataFrame:
-    """`df` with each top-level VARIANT column as its JSON text (`to_json`, on both engines):
-    Arrow carries a variant as its binary encoding (metadata and value), which no client reads,
-    and Doris prints a VARIANT as JSON."""
+def _printable(df: DataFrame) -> tuple[DataFrame, list[int]]:
+    """`df` with each top-level VARIANT column as its JSON text (`to_json`, on both engines),
+    and those columns' positions: Arrow carries a variant as its binary encoding (metadata and
+    value), which no client reads, and Doris prints a VARIANT as JSON."""
     from pyspark.sql.types import VariantType
 
     fields = df.schema.fields
-    if not any(isinstance(f.dataType, VariantType) for f in fields):
-        return df
+    variants = [i for i, f in enumerate(fields) if isinstance(f.dataType, VariantType)]
+    names = [f.name for f in fields]
+    if not variants or len(set(names)) != len(names):  # (selected by name below)
+        return df, []
     from pyspark.sql import functions as F
 
-    names = [f.name for f in fields]
-    if len(set(names)) != len(names):  # selected by name below
-        return df
     return df.select(
         *(
             F.to_json(F.col(f"`{f.name.replace('`', '``')}`")).alias(f.name)
@@ -248,7 +249,14 @@ def _printable(df: DataFrame) -> DataFrame:
             else F.col(f"`{f.name.replace('`', '``')}`")
             for f in fields
         )
-    )
+    ), variants
+
+
+def _mark_variants(columns: list[tuple[str, str]], variants: list[int]) -> None:
+    """The columns `_printable` turned into JSON text keep their type name: a VARIANT result
+    column is declared as Doris declares it (MYSQL_TYPE_JSON)."""
+    for i in variants:
+        columns[i] = (columns[i][0], "variant")
 
 
 _WIDE_DECIMAL = re.compile(r"decimal\((\d+),")
@@ -419,7 +427,7 @@ def _stream_attempt(
 ) -> Iterator[ResultHead | pa.RecordBatch]:
     """One run of `stream_query` on the engine's session, or on `session`."""
     with _bound_views(engine, views, storage_uri, job_tag, session) as spark:
-        df = _printable(spark.sql(spark_sql))
+        df, variants = _printable(spark.sql(spark_sql))
         classic = getattr(df, "_to_table", None) is None  # Spark Connect's DataFrame has it
         if classic and job_tag:
             # The partition jobs below run outside a SQL execution, where the session's tags
@@ -428,6 +436,7 @@ def _stream_attempt(
         try:
             batches = _classic_batches(df, job_tag) if classic else _connect_batches(df)
             head = next(batches)
+            _mark_variants(head.columns, variants)
             first = next(batches, None)
             yield head
             if first is not None:
