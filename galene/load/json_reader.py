@@ -3,9 +3,11 @@
 Owns `read_json_by_line` / `strip_outer_array` / `json_root` / `jsonpaths` / `num_as_string`
 and Doris' errors for a document of the wrong shape. pyarrow's JSON reader goes first (fast,
 threaded); documents it cannot read — value types that differ between rows, numbers whose
-exact text a float would lose (big integers, long decimals, `num_as_string`), nested values —
-are decoded with msgspec, numbers as their exact digits, and every value becomes the text
-`galene.load.json_text.json_value_text` gives it (the one JSON value → text rule, shared with
+exact text a float would lose (big integers, long decimals, `num_as_string`), nested values
+other than those headed for an ARRAY / STRUCT column whose leaves pyarrow read exactly (kept
+typed, converted by `galene.load.convert.coerce`) — are decoded with msgspec, numbers as
+their exact digits, and every value becomes the text `galene.load.json_text.json_value_text`
+gives it (the one JSON value → text rule, shared with
 the S3 table function's reader).
 """
 
@@ -21,6 +23,7 @@ from galene.common.errors import LoadError
 from galene.load.json_text import EXACT_JSON, json_value_text
 from galene.load.options import LoadOptions, parse_jsonpaths
 from galene.load.source import Source, SourcePlan
+from galene.load.text_types import keeps_values
 
 JSON_BLOCK_SIZE = 8 << 20
 
@@ -80,7 +83,16 @@ def _json_columns_from_struct(struct, wanted, paths, plan: SourcePlan) -> dict[i
         if arrays is None:
             columns[idx] = pa.nulls(n, pa.string())
             continue
-        if not all(_arrow_to_text_ok(a.type, plan.targets[idx]) for a in arrays):
+        target = plan.targets[idx]
+        if (
+            len(arrays) == 1
+            and target is not None
+            and target.type.is_nested
+            and keeps_values(arrays[0].type, target.type)
+        ):
+            columns[idx] = arrays[0]  # JSON arrays / objects as pyarrow read them: converted typed
+            continue
+        if not all(_arrow_to_text_ok(a.type, target) for a in arrays):
             return None  # e.g. a timestamp-looking string headed for a VARCHAR: keep the text
         texts = [a if a.type == pa.string() else pc.cast(a, pa.string()) for a in arrays]
         # Keys differing only in case ("ID" in one row, "id" in another) are one column.

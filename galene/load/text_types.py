@@ -159,10 +159,10 @@ def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
     if table.num_rows != len(text) or table.num_columns != 1:
         return None
     column = table.column(0).combine_chunks()
-    return column if _keeps_values(column.type, ctype) else None
+    return column if keeps_values(column.type, ctype) else None
 
 
-def _keeps_values(arrow_type: pa.DataType, ctype: ColumnType) -> bool:
+def keeps_values(arrow_type: pa.DataType, ctype: ColumnType) -> bool:
     """Whether pyarrow's inferred type gives every value of `ctype` back exactly (type tree
     walked with a stack)."""
     todo = [(arrow_type, ctype)]

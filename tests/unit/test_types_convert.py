@@ -394,3 +394,12 @@ def test_arrow_body_with_nested_columns(kind):
     tbl = table(("k", INT), ("a", ARR_INT), ("m", MAP_STR_INT), ("s", STRUCT_AB))
     batch = parse_body(sink.getvalue().to_pybytes(), tbl, LoadOptions(format="arrow"))
     assert batch.data.to_pylist() == EXPECTED_NESTED_ROWS
+
+
+def test_json_body_arrays_and_structs_stay_typed_and_filter_bad_elements():
+    tbl = table(("k", INT), ("a", ColumnType.array(t("TINYINT"))), ("s", STRUCT_AB))
+    body = b'{"k": 1, "a": [1, 2], "s": {"a": 1, "b": "x"}}\n{"k": 2, "a": [1, 300], "s": null}\n'
+    batch = parse_body(body, tbl, LoadOptions(format="json", read_json_by_line=True, strict_mode=True))
+    assert batch.data.to_pylist() == [{"k": 1, "a": [1, 2], "s": {"a": 1, "b": "x"}}]
+    assert batch.num_filtered == 1
+    assert "column(a)" in batch.errors[0].reason and '"a":[1,300]' in batch.errors[0].raw
