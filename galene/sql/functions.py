@@ -73,7 +73,15 @@ from sqlglot import exp
 
 from galene.common import intcast
 from galene.common.errors import GaleneError
-from galene.sql import functions_ip, functions_json, functions_nested, functions_state, int_cast, sqlbuild
+from galene.sql import (
+    functions_ip,
+    functions_json,
+    functions_nested,
+    functions_state,
+    functions_time,
+    int_cast,
+    sqlbuild,
+)
 
 # Doris' GROUP_CONCAT joins with ", " when no separator is given (MySQL uses ",").
 DEFAULT_GROUP_CONCAT_SEPARATOR = ", "
@@ -986,6 +994,7 @@ _FAMILIES = {
     **{name: functions_json.rewrite for name in functions_json.NAMES},
     **{name: functions_ip.rewrite for name in functions_ip.NAMES},
     **{name: functions_state.rewrite for name in functions_state.NAMES},
+    **{name: functions_time.rewrite for name in functions_time.NAMES},
 }
 
 
@@ -1161,6 +1170,15 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
         return functions_json.variant_subscript(node) or functions_nested.subscript(node)
     if isinstance(node, exp.DataType) and node.this in _CAST_TYPES and isinstance(node.parent, exp.Cast):
         return _cast_type(node)
+    if isinstance(node, exp.CurrentTimestamp):
+        return functions_time.current_timestamp(functions_time.precision(node.this, "current_timestamp"))
+    if isinstance(node, exp.Localtimestamp):
+        return functions_time.current_timestamp(0)
+    if isinstance(node, exp.CurrentTime):
+        p = functions_time.precision(node.this, "current_time")
+        return functions_time.to_time(functions_time.current_timestamp(p), p)
+    if isinstance(node, exp.Cast) and node.to.this == exp.DType.TIME:
+        return functions_time.cast_to_time(node)
     if isinstance(node, exp.Cast) and node.to.this in (exp.DType.IPV4, exp.DType.IPV6):
         return (functions_ip.to_ipv4 if node.to.this == exp.DType.IPV4 else functions_ip.to_ipv6)(node.this)
     if isinstance(node, exp.Cast) and node.to.this == exp.DType.VARIANT:
