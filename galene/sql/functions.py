@@ -1187,7 +1187,8 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
         parsed = functions_json.variant_cast(node.this, node.to)
         if parsed is not None:
             return parsed
-        node.set("this", functions_json.variant_scalar(node.this))
+        if not isinstance(node.this, exp.Literal):
+            node.set("this", functions_json.variant_scalar(node.this))
     if isinstance(node, exp.Cast) and not isinstance(node.this, exp.Null):
         name = _integer_target(node.to)
         if name is not None:

@@ -106,13 +106,16 @@ def variant_subscript(node: exp.Bracket) -> exp.Expr | None:
 
 
 def is_variant_value(node: exp.Expr) -> bool:
+    """A VARIANT (sub-)value, or a string literal (CAST('[1, 2]' AS ARRAY<INT>) reads its text)."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return True
     return node.meta.get("variant_path") is not None or node.meta.get("doris_type") == "VARIANT"
 
 
 def variant_cast(value: exp.Expr, to: exp.DataType) -> exp.Expr | None:
     """CAST of a VARIANT (sub-)value to a nested type: its JSON text parsed; None otherwise."""
     if to.this in (exp.DType.ARRAY, exp.DType.MAP, exp.DType.STRUCT):
-        return call("from_json", value, string(to.sql(dialect="spark").lower()))
+        return call("from_json", value, string(to.sql(dialect="spark")))
     return None
 
 
