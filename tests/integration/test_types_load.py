@@ -291,3 +291,27 @@ def test_insert_strict_largeint_bounds(galene, db):
             cur.execute(f"INSERT INTO l VALUES (4, {MAX + 1})")
     # Apache Spark cannot read 39-digit LARGEINTs (see HI): count the rows without reading them.
     assert galene.query("SELECT count(*) FROM l", db) == [(3,)]
+
+
+def test_ctas_and_update_write_nested_values(galene, db):
+    galene.query(ALL_TYPES_DDL, db)
+    reply = _load(galene, db, "t", CSV_BODY, strict_mode="true", max_filter_ratio="0.5")
+    assert reply["NumberLoadedRows"] == 3, reply
+    galene.query("CREATE TABLE c DISTRIBUTED BY HASH(k) BUCKETS 1 AS SELECT k, a, m, s, ip6 FROM t", db)
+    assert galene.query("SELECT k, a[2], m['k1'], struct_element(s, 'y'), ip6 FROM c ORDER BY k", db) == [
+        (1, 2, 1, "p", "2001:db8::1"),
+        (2, None, None, "r", "::ffff:1.2.3.4"),
+        (3, 4, None, None, None),
+    ]
+    galene.query(
+        "CREATE TABLE u (k INT, a ARRAY<INT>, s STRUCT<x:INT, y:VARCHAR(10)>) UNIQUE KEY(k) "
+        "DISTRIBUTED BY HASH(k) BUCKETS 1",
+        db,
+    )
+    with galene.mysql(db) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO u VALUES (1, [1], struct(1, 'a')), (2, [2], struct(2, 'b'))")
+        cur.execute("UPDATE u SET a = [7, 8], s = named_struct('x', 9, 'y', 'z') WHERE k = 1")
+    assert galene.query("SELECT k, size(a), a[2], struct_element(s, 'x') FROM u ORDER BY k", db) == [
+        (1, 2, 8, 9),
+        (2, 1, None, 2),
+    ]
