@@ -343,6 +343,9 @@ def coerce(values: pa.Array, ctype: ColumnType):
         return Conversion(out, bad if bad.any() else None, None)
     if _is_str(t):
         return convert_strings(_cast(values, pa.string()), ctype)
+    if ctype.name in ("JSON", "VARIANT") and pa.types.is_nested(t):
+        # An engine's array / map / struct into a JSON column: its JSON text.
+        return Conversion(text_types.nested_json_text(values), None, None)
     if ctype.is_string:
         return convert_strings(to_text(values), ctype)
     if t == arrow_type:

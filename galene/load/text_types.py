@@ -82,6 +82,21 @@ def json_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return out, ok | ~present
 
 
+def nested_json_text(values: pa.Array) -> pa.Array:
+    """Arrow lists / structs / maps as compact JSON text (a map as an object of its keys)."""
+    objs = values.to_pylist()
+    if pa.types.is_map(values.type):
+        objs = list(map(_pairs_as_object, objs))  # only an engine's map headed for a JSON column
+    text = pa.array(list(map(_JSON_OUT.encode, objs)), pa.binary()).cast(pa.string())
+    if values.null_count:
+        text = pc.if_else(pc.is_valid(values), text, pa.scalar(None, pa.string()))
+    return text
+
+
+def _pairs_as_object(pairs):
+    return None if pairs is None else dict(pairs)
+
+
 # --- IP addresses ---------------------------------------------------------------------------------
 
 _IPV4_RE = r"^\s*" + r"\.".join(f"(?P<o{i}>[0-9]{{1,3}})" for i in range(4)) + r"\s*$"

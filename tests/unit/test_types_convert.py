@@ -403,3 +403,11 @@ def test_json_body_arrays_and_structs_stay_typed_and_filter_bad_elements():
     assert batch.data.to_pylist() == [{"k": 1, "a": [1, 2], "s": {"a": 1, "b": "x"}}]
     assert batch.num_filtered == 1
     assert "column(a)" in batch.errors[0].reason and '"a":[1,300]' in batch.errors[0].raw
+
+
+def test_engine_nested_values_into_json_columns_become_json_text():
+    j = t("JSON")
+    assert coerce(pa.array([[1, 2], None]), j).values.to_pylist() == ["[1,2]", None]
+    assert coerce(pa.array([{"a": 1, "b": "x"}]), j).values.to_pylist() == ['{"a":1,"b":"x"}']
+    m = pa.array([[("a", 1), ("b", 2)], []], pa.map_(pa.string(), pa.int64()))
+    assert coerce(m, t("VARIANT")).values.to_pylist() == ['{"a":1,"b":2}', "{}"]
