@@ -11,9 +11,10 @@ the rows, never recursion):
 * `from_arrow`: an Arrow array (a Parquet column, an engine result: list / map / struct, with
   strings where text stands in) into the storage type, the same way over Arrow's child arrays.
 
-A value that does not fit anywhere inside a row (an element that does not convert, a map key
-that is NULL, a container of the wrong kind, a struct of the wrong width) makes the whole row's
-value bad: NULL, and the row filtered in strict mode or for a NOT NULL column, as a scalar.
+As in Doris' text deserializers, an element that does not convert is a NULL element, and a
+value of the wrong kind (a scalar where an array belongs, a struct of the wrong width) or a
+MAP with a NULL key is a NULL value; either flags its row, which strict mode filters (as a
+scalar that does not convert).
 
 Also here: BITMAP's storage form (sorted distinct BIGINT list) from flattened values
 (`normalize_bitmap`) and from `bitmap_from_string` text (`bitmap_text`).
@@ -234,7 +235,11 @@ def _is_list_of_pairs(t: pa.DataType) -> bool:
 
 def _assemble(nodes: list[_Node], leaf: LeafConverter, leaf_arrow) -> None:
     """Build every node's Arrow result from its children's (nodes are in pre-order, so walking
-    them backwards meets every child before its parent)."""
+    them backwards meets every child before its parent).
+
+    As Doris' text deserializers do, an element that does not convert becomes a NULL element
+    and a value of the wrong kind (or a MAP with a NULL key, which Arrow cannot hold) a NULL
+    value; either way its row is flagged (`result_bad`), so strict mode filters it."""
     for node in reversed(nodes):
         t = node.ctype
         if node.result_bad is not None:
@@ -245,23 +250,22 @@ def _assemble(nodes: list[_Node], leaf: LeafConverter, leaf_arrow) -> None:
             node.values = values
             node.result_bad = bad if bad is not None else np.zeros(node.n, bool)
             continue
-        bad = node.bad.copy()
+        hard = node.bad.copy()  # this value itself is invalid: NULL
+        flagged = np.zeros(node.n, bool)  # something inside it did not convert
         kids = [nodes[node.children[i]] for i in range(len(node.children))]
         if t.name in ("ARRAY", "MAP"):
             lengths = node.lengths
             parent_of = np.repeat(np.arange(node.n), lengths)
             for k in kids:
-                bad[parent_of[k.result_bad]] = True
-            if t.name == "MAP":
-                null_key = _mask(pc.is_null(kids[0].values)) if kids[0].values.null_count else None
-                if null_key is not None:
-                    bad[parent_of[null_key]] = True
+                flagged[parent_of[k.result_bad]] = True
+            if t.name == "MAP" and kids[0].values.null_count:
+                hard[parent_of[_mask(pc.is_null(kids[0].values))]] = True
             child_values = [k.values for k in kids]
-            if bad.any():
-                keep = ~bad[parent_of]
+            if hard.any():
+                keep = ~hard[parent_of]
                 child_values = [c.filter(pa.array(keep)) for c in child_values]
-                lengths = np.where(bad, 0, lengths)
-            valid = node.valid & ~bad
+                lengths = np.where(hard, 0, lengths)
+            valid = node.valid & ~hard
             offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32), pa.int32())
             mask = pa.array(~valid)
             if t.name == "ARRAY":
@@ -270,8 +274,8 @@ def _assemble(nodes: list[_Node], leaf: LeafConverter, leaf_arrow) -> None:
                 out = pa.MapArray.from_arrays(offsets, child_values[0], child_values[1], mask=mask)
         else:
             for k in kids:
-                bad |= k.result_bad
-            valid = node.valid & ~bad
+                flagged |= k.result_bad
+            valid = node.valid & ~hard
             out = pa.StructArray.from_arrays(
                 [k.values for k in kids],
                 fields=[pa.field(f, c.to_arrow()) for f, c in t.fields()],
@@ -281,7 +285,7 @@ def _assemble(nodes: list[_Node], leaf: LeafConverter, leaf_arrow) -> None:
         if out.type != target:
             out = out.cast(target)
         node.values = out
-        node.result_bad = bad
+        node.result_bad = hard | flagged
 
 
 # --- BITMAP --------------------------------------------------------------------------------------

@@ -263,8 +263,10 @@ def parse_doris_nested(text: str):
             if value_ready:
                 if not _add(frame, value):
                     return INVALID
-            elif frame[1] or frame[2] is not INVALID:
-                return INVALID  # a trailing comma or a key without a value
+            elif frame[2] is not INVALID or frame[3]:
+                return INVALID  # a key without a value, or a trailing comma among pairs
+            elif frame[1]:
+                frame[1].append(None)  # `[1, 2, ]`: an empty element is NULL, as in Doris
             stack.pop()
             done = _finish(frame)
             if done is INVALID:
@@ -278,7 +280,11 @@ def parse_doris_nested(text: str):
             value, value_ready = done, True
             continue
         if c == ",":
-            if not value_ready or not _add(frame, value):
+            if not value_ready:
+                if frame[3] or frame[2] is not INVALID:
+                    return INVALID
+                value, value_ready = None, True  # `[, 1]`: an empty element is NULL
+            if not _add(frame, value):
                 return INVALID
             value_ready = False
             i += 1

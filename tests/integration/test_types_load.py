@@ -90,9 +90,10 @@ def test_csv_load_non_strict_turns_bad_values_into_null(galene, db):
     galene.query(ALL_TYPES_DDL, db)
     reply = _load(galene, db, "t", CSV_BODY)
     assert (reply["NumberLoadedRows"], reply["NumberFilteredRows"]) == (4, 0), reply
-    assert galene.query("SELECT a IS NULL, j IS NULL, ip4 IS NULL, ip6 IS NULL FROM t WHERE k = 4", db) == [
-        (1, 1, 1, 1)
-    ]
+    # `[1, x]`: the element that does not convert is NULL, the array stays (Doris' text serde).
+    assert galene.query(
+        "SELECT size(a), a[2] IS NULL, j IS NULL, ip4 IS NULL, ip6 IS NULL FROM t WHERE k = 4", db
+    ) == [(2, 1, 1, 1, 1)]
 
 
 def test_strict_load_error_log_names_the_column(galene, db):
