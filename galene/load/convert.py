@@ -426,7 +426,11 @@ def _state_from_arrow(values: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np
 
 def _state_text(text: pa.Array, ctype: ColumnType) -> tuple[pa.Array, np.ndarray]:
     """Text into an aggregate-state column: BITMAP reads bitmap_from_string's form; HLL and
-    QUANTILE_STATE have no text form (a load builds them with hll_hash / to_quantile_state)."""
+    QUANTILE_STATE have no text form (a load builds them with hll_hash / to_quantile_state).
+
+    **Departure**: Doris reads a BITMAP field's text as its binary serialization
+    (DataTypeBitMapSerDe: `BitmapValue::deserialize`), which a text body rarely holds; Galene,
+    which has no such form, reads the comma-separated values (`5,3,5` -> {3, 5})."""
     if ctype.name == "BITMAP":
         return nested.bitmap_text(text)
     return pa.nulls(len(text), ctype.to_arrow()), bool_mask(pc.is_valid(text))
