@@ -6,10 +6,12 @@
   nested in each other, DATETIME(3) and DECIMAL at their scale inside; IPV4/IPV6 and JSON /
   VARIANT text; LARGEINT's whole range (Sail; Apache Spark's decimals end at 38 digits);
   DECIMAL(76, 10) (Sail, enable_decimal256); BITMAP / HLL / QUANTILE_STATE columns as NULL,
-  as Doris sends them unless return_object_data_as_binary.
+  as Doris sends them unless return_object_data_as_binary; TIME values (expressions) in the
+  text protocol and as the binary protocol's TIME struct.
 * Column definitions as Doris' MysqlSerializer writes them: nested, IP, LARGEINT and the
-  aggregate states MYSQL_TYPE_STRING (254), JSON and VARIANT MYSQL_TYPE_JSON (245), DECIMAL
-  NEWDECIMAL with length p+2 and its scale.
+  aggregate states MYSQL_TYPE_STRING (254), JSON and VARIANT MYSQL_TYPE_JSON (245), TIME(p)
+  MYSQL_TYPE_TIME (11), DECIMAL NEWDECIMAL with length p+2 and its scale — for columns, and
+  for the CASTs and Doris functions of those types.
 * DESC, SHOW FULL COLUMNS, SHOW CREATE TABLE and information_schema.COLUMNS spell the types as
   Doris does; CTAS keeps a nested, IP, JSON or VARIANT column's type.
 
@@ -19,13 +21,14 @@ be/src/vec/data_types/serde/data_type_array_serde.cpp, PrimitiveType.toMysqlType
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from decimal import Decimal
 
 import mysql.connector
 import pytest
 
-STRING, JSON, NEWDECIMAL, LONG = 254, 245, 246, 3
+STRING, JSON, NEWDECIMAL, LONG, TIME = 254, 245, 246, 3, 11
 
 COLUMNS = [
     ("k", "int", "INT"),
@@ -141,6 +144,18 @@ def test_expressions_print_as_doris_does(node, tdb):
         "SELECT array(1, null, 3), array('a', 'b'), array(array(1), array()), a, m FROM t WHERE k = 1",
     )
     assert rows == [("[1, null, 3]", '["a", "b"]', "[[1], []]", "[1, null]", '{"a":1, "b":null}')]
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["binary", "text"])
+def test_expressions_of_doris_types_are_declared_with_them(node, tdb, prepared):
+    """A TIME is MYSQL_TYPE_TIME (clients read a timedelta), a JSON MYSQL_TYPE_JSON, a BITMAP
+    NULL — typed by the Doris function or CAST, which the engine types by a string or a list."""
+    sql = "SELECT CAST('10:00:01.5' AS TIME(3)), sec_to_time(3661), json_object('a', 1), to_bitmap(1)"
+    description, rows = _connector(node, tdb, sql, prepared)
+    assert rows == [
+        (dt.timedelta(seconds=36001, microseconds=500000), dt.timedelta(seconds=3661), '{"a":1}', None)
+    ]
+    assert [d[1] for d in description] == [TIME, TIME, JSON, STRING]
 
 
 def test_aggregate_states_are_null_and_largeint_whole_range(node, tdb):

@@ -201,3 +201,24 @@ def test_binary_rows_of_nested_time_and_states():
     )  # fmt: skip
     assert second == b"\x00\x14" + b"\x08\x00" + (0).to_bytes(4, "little") + bytes([10, 0, 0])
     assert list(lengths) == [len(first), len(second)]
+
+
+# --- result types of expressions the engine types by a plainer one ----------------------------
+def test_expression_types_of_casts_and_doris_functions():
+    import sqlglot
+
+    from galene.sql.dialect import Galene
+    from galene.sql.source_types import source_column_types
+
+    sql = (
+        "SELECT to_bitmap(1), hll_hash(1), to_quantile_state(1.0, 2048), CAST('1' AS TIME(3)),"
+        " CAST('1.2.3.4' AS IPV4), json_object('a', 1), json_array(1), CAST('{}' AS JSON),"
+        " CAST(x AS DATETIME(3)), CAST(x AS DATETIME), sec_to_time(3), 1, upper('a')"
+    )
+    got = source_column_types(sqlglot.parse_one(sql, read=Galene), lambda db, name: None)
+    assert [t and t.to_sql() for t in got] == [
+        "bitmap", "hll", "quantile_state", "time(3)", "ipv4", "json", "json", "json", "datetime(3)",
+        None, "time", None, None,
+    ]  # fmt: skip
+    # a query with none of them (and no catalog table) leaves every column to the engine
+    assert source_column_types(sqlglot.parse_one("SELECT 1, 'a'", read=Galene), lambda db, name: None) == []
