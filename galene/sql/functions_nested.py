@@ -228,7 +228,9 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     if name == "ELEMENT_AT" and n == 2:
         return element(args[0], args[1])
     if name == "ARRAY_SLICE" and n in (2, 3):
-        length = args[2] if n == 3 else template("greatest(size(__a), 0)", a=args[0])
+        length = (
+            args[2] if n == 3 else template("IF(__o < 0, -__o, greatest(size(__a), 0))", a=args[0], o=args[1])
+        )
         return template(
             "CASE WHEN __o = 0 OR __l < 0 THEN filter(__a, x -> false) ELSE slice(__a, __o, __l) END",
             a=args[0],

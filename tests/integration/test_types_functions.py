@@ -13,10 +13,17 @@ Cases are batched into a few wide SELECTs per group, so a group costs one query 
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
+
 import pymysql
 import pytest
 
 pytestmark = pytest.mark.slow
+
+
+def H(hours: int, minutes: int, seconds: int, micros: int = 0) -> dt.timedelta:
+    return dt.timedelta(hours=hours, minutes=minutes, seconds=seconds, microseconds=micros)
 
 
 @pytest.fixture(params=["spark", "sail"])
@@ -165,15 +172,16 @@ STATES = [
 ]
 
 TIME = [
-    # Doris docs sql-data-types/date-time/TIME.md, date-time-functions/timediff, sec-to-time
-    ("CAST('10:11:12' AS TIME)", "10:11:12"),
-    ("CAST('1:2:3' AS TIME)", "01:02:03"),
-    ("CAST('2020-01-01 10:11:12' AS TIME)", "10:11:12"),
-    ("CAST('10:11:12.123456' AS TIME(3))", "10:11:12.123"),
-    ("timediff('2019-07-11 16:59:30', '2019-07-11 16:59:21')", "00:00:09"),
-    ("timediff('2019-01-01 00:00:00', '2019-01-02 01:00:00')", "-25:00:00"),
-    ("timediff('2000-01-01 00:00:00', '2020-01-01 00:00:00')", "-838:59:59"),
-    ("sec_to_time(3661)", "01:01:01"),
+    # Doris docs sql-data-types/date-time/TIME.md, date-time-functions/timediff, sec-to-time; a
+    # TIME result is MYSQL_TYPE_TIME on the wire ('-25:00:00'), which pymysql reads as a timedelta
+    ("CAST('10:11:12' AS TIME)", H(10, 11, 12)),
+    ("CAST('1:2:3' AS TIME)", H(1, 2, 3)),
+    ("CAST('2020-01-01 10:11:12' AS TIME)", H(10, 11, 12)),
+    ("CAST('10:11:12.123456' AS TIME(3))", H(10, 11, 12, 123000)),
+    ("timediff('2019-07-11 16:59:30', '2019-07-11 16:59:21')", H(0, 0, 9)),
+    ("timediff('2019-01-01 00:00:00', '2019-01-02 01:00:00')", -H(25, 0, 0)),
+    ("timediff('2000-01-01 00:00:00', '2020-01-01 00:00:00')", -H(838, 59, 59)),
+    ("sec_to_time(3661)", H(1, 1, 1)),
     ("time_to_sec('01:01:01')", 3661),
 ]
 
@@ -249,9 +257,7 @@ def test_now_carries_the_asked_fractional_digits(node):
     assert now3.microsecond % 1000 == 0
 
 
-def test_variant_columns_read_by_path_and_cast(node, request):
-    import uuid
-
+def test_variant_columns_read_by_path_and_cast(node):
     db = "v_" + uuid.uuid4().hex[:10]
     node.query(f"CREATE DATABASE {db}")
     try:
