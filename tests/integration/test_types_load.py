@@ -197,7 +197,12 @@ STATE_DDL = (
 )
 
 
-def test_aggregate_state_columns_from_load_functions(galene, db):
+@pytest.mark.parametrize("engine", ["spark", "sail"])
+def test_aggregate_state_columns_from_load_functions(request, engine):
+    galene = request.getfixturevalue("galene" if engine == "spark" else "galene_on_sail")
+    db = f"st_{engine}"
+    galene.query(f"DROP DATABASE IF EXISTS {db}")
+    galene.query(f"CREATE DATABASE {db}")
     galene.query(STATE_DDL, db)
     cols = "k, u, x, b=to_bitmap(u), h=hll_hash(x), q=to_quantile_state(u, 2048)"
     body = b"1,7,a\n1,9,b\n1,7,a\n2,3,c\n"
@@ -210,6 +215,13 @@ def test_aggregate_state_columns_from_load_functions(galene, db):
         (1, 3, 7, 4),
         (2, 1, 3, 1),
     ]
+    # The hll_hash sketches merge in the engine's hll_union_agg (the AGGREGATE read) and count.
+    assert galene.query("SELECT k, bitmap_count(b), hll_cardinality(h) FROM st ORDER BY k", db) == [
+        (1, 3, 3),
+        (2, 1, 1),
+    ]
+    assert galene.query("SELECT hll_union_agg(h), bitmap_union_count(b) FROM st", db) == [(4, 4)]
+    galene.query(f"DROP DATABASE {db}")
 
 
 def test_hll_column_needs_hll_function(galene, db):
