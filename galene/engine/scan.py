@@ -445,7 +445,7 @@ def aggregate_column(c: Column, by_version: bool) -> SparkColumn:
             out = F.any_value(col, ignoreNulls=True)
     elif agg == "BITMAP_UNION":
         # A bitmap is a sorted distinct BIGINT list: the union of a key's lists, vectorized.
-        out = F.array_sort(F.array_distinct(F.flatten(F.collect_list(col))))
+        out = F.sort_array(F.array_distinct(F.flatten(F.collect_list(col))))  # array_sort runs a lambda comparator
     elif agg == "HLL_UNION":
         out = F.hll_union_agg(col, True)  # DataSketches HLL sketches of any lgK
     elif agg == "QUANTILE_UNION":
