@@ -161,10 +161,8 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
             "CAST(size(__r) AS BIGINT)" if name.endswith("_COUNT") else "array_sort(__r)", r=result
         )
     if name in ("BITMAP_OR", "BITMAP_OR_COUNT") and n >= 2:
-        merged = template(
-            "array_sort(array_distinct(flatten(filter(__l, x -> x IS NOT NULL))))",
-            l=exp.Array(expressions=args),
-        )
+        present = [template(f"coalesce(__b, {_EMPTY})", b=a) for a in args]  # NULL: no values
+        merged = template("array_sort(array_distinct(flatten(__l)))", l=exp.Array(expressions=present))
         return template("CAST(size(__r) AS BIGINT)", r=merged) if name.endswith("_COUNT") else merged
     if name == "BITMAP_SUBSET_IN_RANGE" and n == 3:
         return template("filter(__b, x -> x >= __lo AND x < __hi)", b=args[0], lo=args[1], hi=args[2])
