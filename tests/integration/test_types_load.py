@@ -328,3 +328,16 @@ def test_ctas_and_update_write_nested_values(galene, db):
         (1, 2, 8, 9),
         (2, 1, None, 2),
     ]
+
+
+def test_group_commit_load_of_nested_values(galene, db):
+    galene.query(ALL_TYPES_DDL + ' PROPERTIES ("group_commit_interval_ms" = "200")', db)
+    reply = _load(
+        galene, db, "t", CSV_BODY, group_commit="sync_mode", max_filter_ratio="0.5", strict_mode="true"
+    )
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 3, reply
+    assert galene.query("SELECT k, a[2], m['k2'], struct_element(s, 'y'), j, ip6 FROM t ORDER BY k", db) == [
+        (1, 2, 2, "p", '{"q":[1,2]}', "2001:db8::1"),
+        (2, None, None, "r", "[]", "::ffff:1.2.3.4"),
+        (3, 4, None, None, None, None),
+    ]
