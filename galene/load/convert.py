@@ -343,6 +343,10 @@ def coerce(values: pa.Array, ctype: ColumnType):
         return Conversion(out, bad if bad.any() else None, None)
     if _is_str(t):
         return convert_strings(_cast(values, pa.string()), ctype)
+    if ctype.name == "IPV4" and pa.types.is_integer(t):
+        out, ok = text_types.ipv4_from_int(values)
+        bad = ~ok
+        return Conversion(out, bad if bad.any() else None, None)
     if ctype.name in ("JSON", "VARIANT") and pa.types.is_nested(t):
         # An engine's array / map / struct into a JSON column: its JSON text.
         return Conversion(text_types.nested_json_text(values), None, None)

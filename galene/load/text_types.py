@@ -119,6 +119,20 @@ def ipv4_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return out, ok | ~present
 
 
+def ipv4_from_int(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """IPv4 addresses given as their 32-bit number (Doris stores IPV4 as one): (dotted text,
+    ok mask); a number outside 0..2^32-1 does not convert."""
+    wide = pc.cast(values, pa.int64())
+    ok = _mask(pc.and_(pc.greater_equal(wide, 0), pc.less_equal(wide, 2**32 - 1)))
+    safe = pc.if_else(pa.array(ok), wide, 0)
+    octets = [
+        pc.cast(pc.bit_wise_and(pc.shift_right(safe, shift), 255), pa.string()) for shift in (24, 16, 8, 0)
+    ]
+    out = pc.if_else(pa.array(ok), pc.binary_join_element_wise(*octets, "."), pa.scalar(None, pa.string()))
+    present = _mask(pc.is_valid(values))
+    return out, ok | ~present
+
+
 def _ipv6_canonical(text: str) -> str | None:
     try:
         addr = ipaddress.IPv6Address(text.strip())

@@ -418,3 +418,9 @@ def test_engine_nested_values_into_json_columns_become_json_text():
     assert coerce(pa.array([{"a": 1, "b": "x"}]), j).values.to_pylist() == ['{"a":1,"b":"x"}']
     m = pa.array([[("a", 1), ("b", 2)], []], pa.map_(pa.string(), pa.int64()))
     assert coerce(m, t("VARIANT")).values.to_pylist() == ['{"a":1,"b":2}', "{}"]
+
+
+def test_ipv4_from_its_number():
+    got, bad = values(coerce(pa.array([16909060, 0, 2**32 - 1, -1, None, 2**32], pa.int64()), t("IPV4")))
+    assert got == ["1.2.3.4", "0.0.0.0", "255.255.255.255", None, None, None]
+    assert bad == [False, False, False, True, False, True]
