@@ -28,7 +28,18 @@ def cast(node: exp.Expr, spark_type: str) -> exp.Cast:
 
 def needs_parens(node: exp.Expr) -> bool:
     return not isinstance(
-        node, (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean, exp.Identifier, exp.Dot)
+        node,
+        (
+            exp.Column,
+            exp.Literal,
+            exp.Func,
+            exp.Paren,
+            exp.Null,
+            exp.Boolean,
+            exp.Identifier,
+            exp.Dot,
+            exp.Lambda,
+        ),
     )
 
 
