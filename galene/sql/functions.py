@@ -919,7 +919,19 @@ def _cast_type(node: exp.DataType) -> exp.DataType:
     built = exp.DataType.build(_CAST_TYPES[node.this], dialect="spark")
     if node.this in (exp.DType.INT128, exp.DType.UBIGINT):  # LARGEINT, and AS UNSIGNED (Doris: LARGEINT)
         built.meta["doris_type"] = "LARGEINT"  # the integer CAST below must tell it from DECIMAL
+    if node.this == exp.DType.DATETIME and node.expressions:  # DATETIME(p): rounded to p digits below
+        built.meta["datetime_precision"] = functions_time.precision(node.expressions[0], "DATETIME")
     return built
+
+
+def _round_datetime(value: exp.Expr, p: int) -> exp.Expr:
+    """A TIMESTAMP_NTZ rounded (half up) to p fractional digits, as Doris' CAST AS DATETIME(p)."""
+    unit = 10 ** (6 - p)
+    return _tpl(
+        f"CAST(timestamp_micros((unix_micros(CAST(__t AS TIMESTAMP)) + {unit // 2}) div {unit} * {unit})"
+        " AS TIMESTAMP_NTZ)",
+        t=value,
+    )
 
 
 # --- CAST to an integer type ------------------------------------------------------------
@@ -1177,6 +1189,9 @@ def rewrite_function(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.CurrentTime):
         p = functions_time.precision(node.this, "current_time")
         return functions_time.to_time(functions_time.current_timestamp(p), p)
+    if isinstance(node, exp.Cast) and node.to.meta.get("datetime_precision", 6) < 6:
+        p = node.to.meta.pop("datetime_precision")
+        return _round_datetime(node, p)
     if isinstance(node, exp.Cast) and node.to.this == exp.DType.TIME:
         return functions_time.cast_to_time(node)
     if isinstance(node, exp.Cast) and node.to.this in (exp.DType.IPV4, exp.DType.IPV6):

@@ -132,3 +132,8 @@ def test_time_values_and_clock_precision():
         spark("SELECT now(7)")
     assert "TIMESTAMP" not in item("SELECT CAST('10:11:12' AS TIME)").split("WHEN")[0]
     assert functions_time.MAX_TIME_SECONDS == 838 * 3600 + 59 * 60 + 59
+
+
+def test_cast_to_datetime_p_rounds_to_the_scale():
+    assert "+ 500) DIV 1000 * 1000" in item("SELECT CAST(s AS DATETIME(3)) FROM t")
+    assert "DIV" not in item("SELECT CAST(s AS DATETIME(6)) FROM t")
