@@ -227,22 +227,30 @@ def _is_number(e: exp.Expr) -> bool:
 def values_select(values: list[list[exp.Expr]]) -> exp.Query:
     """VALUES rows with expressions as one Doris query whose columns are the values as text.
 
-    Each value is cast to STRING so rows of different value types can be unioned; the BE
-    converts the text to the column type exactly as for any load.
+    Each value is cast to STRING so rows of different value types can be unioned (a constant
+    is its literal text already); the BE converts the text to the column type exactly as for
+    any load.
     """
-    selects = [
-        exp.select(
-            *(
-                exp.Cast(this=e.copy(), to=exp.DataType.build("STRING")).as_(f"c{i}")
-                for i, e in enumerate(row)
-            )
-        )
-        for row in values
-    ]
+    selects = [exp.select(*(_as_text_column(e).as_(f"c{i}") for i, e in enumerate(row))) for row in values]
     query: exp.Query = selects[0]
     for s in selects[1:]:
         query = exp.union(query, s, distinct=False)
     return query
+
+
+def _as_text_column(e: exp.Expr) -> exp.Expr:
+    """A VALUES item as a STRING column: a constant (nested ones included) as its literal text,
+    so the engine never types it (a 39-digit LARGEINT literal is no Spark decimal), anything
+    else cast to STRING."""
+    try:
+        text = _literal_text(e)
+    except _NotLiteral:
+        return exp.Cast(this=e.copy(), to=exp.DataType.build("STRING"))
+    if text is None:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
+    if _is_number(e):
+        text = intcast.plain_number_text(text)  # 1.5e3 -> 1500, as the literal-only path spells it
+    return exp.Literal.string(text)
 
 
 # --- Arrow -> JSON lines -----------------------------------------------------------------------
