@@ -131,6 +131,8 @@ def test_binary_inside_is_hex():
     assert text([[b"\x00\xff\x80", b"", None]], pa.list_(pa.binary()), T("array<binary>")) == [
         "[0x00FF80, 0x, null]"
     ]
+    lists = pa.array([[b"\x01"], [None, b"\xab"], [b"\x0f\x10"]], pa.list_(pa.binary()))
+    assert arrow_text(lists.slice(1), T("array<binary>")).to_pylist() == ["[null, 0xAB]", "[0x0F10]"]
 
 
 def test_aggregate_states_are_null():

@@ -146,7 +146,7 @@ def _hex(array: pa.Array) -> pa.Array:
     """Binary values as `0x` and upper-case hex digits (how Doris prints VARBINARY inside)."""
     data = array.cast(pa.large_binary())
     n = len(data)
-    offsets = np.frombuffer(data.buffers()[1], np.int64, n + 1, data.offset)
+    offsets = np.frombuffer(data.buffers()[1], np.int64, n + 1, data.offset * 8)  # (offset in bytes)
     raw = data.buffers()[2]
     body = (
         np.frombuffer(raw, np.uint8)[offsets[0] : offsets[n]]
@@ -157,16 +157,9 @@ def _hex(array: pa.Array) -> pa.Array:
     pairs = np.empty((len(body), 2), np.uint8)
     pairs[:, 0] = digits[body >> 4]
     pairs[:, 1] = digits[body & 15]
-    hex_offsets = (offsets - offsets[0]) * 2
-    hexed = pa.LargeStringArray.from_buffers(
-        n,
-        pa.py_buffer(hex_offsets.astype(np.int64)),
-        pa.py_buffer(pairs.tobytes()),
-        data.buffers()[0],
-        data.null_count,
-        0,
-    )
-    return _concat("0x", hexed, "")
+    hex_offsets = ((offsets - offsets[0]) * 2).astype(np.int64)
+    hexed = pa.LargeStringArray.from_buffers(n, pa.py_buffer(hex_offsets), pa.py_buffer(pairs.tobytes()))
+    return pc.if_else(data.is_null(), pa.scalar(None, _TEXT), _concat("0x", hexed, ""))
 
 
 def _concat(*parts) -> pa.Array:
