@@ -53,7 +53,7 @@ def decode_json_values(texts: list) -> list:
     present = [t for t in texts if t is not None] if None in texts else texts
     try:
         decoded = list(map(EXACT_JSON.decode, present))
-    except (msgspec.DecodeError, TypeError, ValueError):
+    except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
         decoded = [_try_decode(t) for t in present]  # only a column with invalid JSON comes here
     if present is texts:
         return decoded
@@ -64,8 +64,8 @@ def decode_json_values(texts: list) -> list:
 def _try_decode(text: str):
     try:
         return EXACT_JSON.decode(text)
-    except (msgspec.DecodeError, TypeError, ValueError):
-        return INVALID
+    except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
+        return INVALID  # not JSON, or nested past the decoder's depth limit
 
 
 def json_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:

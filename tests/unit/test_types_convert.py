@@ -424,3 +424,10 @@ def test_ipv4_from_its_number():
     got, bad = values(coerce(pa.array([16909060, 0, 2**32 - 1, -1, None, 2**32], pa.int64()), t("IPV4")))
     assert got == ["1.2.3.4", "0.0.0.0", "255.255.255.255", None, None, None]
     assert bad == [False, False, False, True, False, True]
+
+
+@pytest.mark.parametrize("ctype", [ARR_INT, t("JSON")])
+def test_text_nested_past_any_limit_is_a_bad_value_not_a_crash(ctype):
+    deep = "[" * 100_000 + "]" * 100_000
+    got, bad = values(convert_strings(pa.array([deep, "[1]"]), ctype))
+    assert got[0] is None and bad == [True, False]
