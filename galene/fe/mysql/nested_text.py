@@ -110,15 +110,42 @@ def _matching(ctype: ColumnType, at: pa.DataType) -> ColumnType:
 
 
 def arrow_column_type(at: pa.DataType) -> ColumnType:
-    """The Doris type of an Arrow type (a result column the engine typed only by its values)."""
-    if pa.types.is_map(at):
-        return ColumnType.map(arrow_column_type(at.key_type), arrow_column_type(at.item_type))
-    if pa.types.is_list(at) or pa.types.is_large_list(at):
-        return ColumnType.array(arrow_column_type(at.value_type))
-    if pa.types.is_struct(at):
-        return ColumnType.struct(
-            [(at.field(j).name, arrow_column_type(at.field(j).type)) for j in range(at.num_fields)]
-        )
+    """The Doris type of an Arrow type (a result column the engine typed only by its values),
+    built children first with an explicit stack."""
+    built: list[ColumnType] = []
+    todo: list[tuple[pa.DataType, bool]] = [(at, False)]
+    while todo:
+        a, expanded = todo.pop()
+        kids = _arrow_children(a)
+        if kids and not expanded:
+            todo.append((a, True))
+            todo.extend((k, False) for k in reversed(kids))  # the first child is built first
+            continue
+        if not kids:
+            built.append(_arrow_scalar_type(a))
+            continue
+        children = built[len(built) - len(kids) :]
+        del built[len(built) - len(kids) :]
+        if pa.types.is_map(a):
+            built.append(ColumnType.map(children[0], children[1]))
+        elif pa.types.is_struct(a):
+            built.append(ColumnType.struct([(a.field(j).name, c) for j, c in enumerate(children)]))
+        else:
+            built.append(ColumnType.array(children[0]))
+    return built[0]
+
+
+def _arrow_children(a: pa.DataType) -> list[pa.DataType]:
+    if pa.types.is_map(a):
+        return [a.key_type, a.item_type]
+    if pa.types.is_list(a) or pa.types.is_large_list(a):
+        return [a.value_type]
+    if pa.types.is_struct(a):
+        return [a.field(j).type for j in range(a.num_fields)]
+    return []
+
+
+def _arrow_scalar_type(at: pa.DataType) -> ColumnType:
     if pa.types.is_decimal(at):
         return ColumnType(name="DECIMAL", precision=at.precision, scale=at.scale)
     simple = {
