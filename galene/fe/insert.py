@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import uuid
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -165,9 +166,18 @@ def _is_nested_literal(e: exp.Expr) -> bool:
     return isinstance(e, exp.Anonymous) and str(e.this).upper() in _NESTED_FUNCTIONS
 
 
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
 def _json_scalar(e: exp.Expr) -> str:
+    """A constant inside a nested literal as a JSON value: numbers and booleans as themselves
+    (so a JSON column keeps their kind), everything else as a JSON string of its text."""
     text = _literal_text(e)
-    return "null" if text is None else msgspec.json.encode(text).decode()
+    if text is None:
+        return "null"
+    if isinstance(e, exp.Boolean) or (_is_number(e) and _JSON_NUMBER.fullmatch(text)):
+        return text
+    return msgspec.json.encode(text).decode()
 
 
 def _nested_json(root: exp.Expr) -> str:

@@ -181,6 +181,13 @@ def test_insert_values_with_doris_literals(galene, db):
     ]
 
 
+def test_insert_nested_literal_into_json_column_keeps_value_kinds(galene, db):
+    galene.query(ALL_TYPES_DDL, db)
+    with galene.mysql(db) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO t (k, j, a) VALUES (1, {'a': 1, 'b': [true, 'x', 2.50]}, [1e1, '2'])")
+    assert galene.query("SELECT j, a[1], a[2] FROM t", db) == [('{"a":1,"b":[true,"x",2.50]}', 10, 2)]
+
+
 def test_insert_strict_refuses_bad_ip_and_json(galene, db):
     galene.query(ALL_TYPES_DDL, db)
     with galene.mysql(db) as conn, conn.cursor() as cur:
