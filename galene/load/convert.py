@@ -74,7 +74,7 @@ def convert_strings(text: pa.Array, ctype: ColumnType) -> Conversion:
         if fast is not None:
             values, bad = nested.from_arrow(fast, ctype, _leaf)
         else:
-            objs = text_types.decode_nested_values(text.to_pylist())
+            objs = text_types.decode_nested_values(text)
             values, bad = nested.from_objects(objs, ctype, _leaf)
         return Conversion(values, bad if bad.any() else None, None)
     if ctype.is_string:

@@ -177,7 +177,7 @@ def from_arrow(arr: pa.Array, ctype: ColumnType, leaf: LeafConverter) -> tuple[p
             continue
         if pa.types.is_string(at) or pa.types.is_large_string(at):
             # Text standing for a nested value: decode it, build it from objects.
-            values, bad = from_objects(decode_nested_values(a.to_pylist()), t, leaf)
+            values, bad = from_objects(decode_nested_values(a), t, leaf)
             node.values, node.result_bad = values, bad
             node.valid = None
             continue

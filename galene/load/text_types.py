@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from galene.common.types import MAX_NESTING, ColumnType
+from galene.load.bounds import json_depth
 from galene.load.json_text import EXACT_JSON
 
 _JSON_OUT = msgspec.json.Encoder(decimal_format="number")
@@ -48,17 +49,44 @@ def _mask(arr) -> np.ndarray:
     return pc.fill_null(arr, False).to_numpy(zero_copy_only=False)
 
 
-def decode_json_values(texts: list) -> list:
-    """Each text decoded as one JSON document (None stays None; INVALID where it is no JSON)."""
+# Deepest JSON text decoded (Doris' load_json_max_depth default): msgspec recurses per level
+# and, on a thread with a small stack, 100,000 levels crash the process instead of raising.
+MAX_JSON_TEXT_DEPTH = 100
+
+
+def decode_json_values(text: pa.Array) -> list:
+    """Each text decoded as one JSON document (None stays None; INVALID where it is no JSON or
+    nests deeper than MAX_JSON_TEXT_DEPTH, which is found before any decoder sees it)."""
+    texts = text.to_pylist()
+    deep = _too_deep(text)
+    if deep is not None:
+        texts = [None if d else t for t, d in zip(texts, deep)]
     present = [t for t in texts if t is not None] if None in texts else texts
     try:
         decoded = list(map(EXACT_JSON.decode, present))
     except (msgspec.DecodeError, TypeError, ValueError, RecursionError):
         decoded = [_try_decode(t) for t in present]  # only a column with invalid JSON comes here
-    if present is texts:
-        return decoded
-    it = iter(decoded)
-    return [None if t is None else next(it) for t in texts]
+    if present is not texts:
+        it = iter(decoded)
+        decoded = [None if t is None else next(it) for t in texts]
+    if deep is not None:
+        decoded = [INVALID if d else v for v, d in zip(decoded, deep)]
+    return decoded
+
+
+def _too_deep(text: pa.Array) -> np.ndarray | None:
+    """Values nested deeper than MAX_JSON_TEXT_DEPTH (None when none can be): only values with
+    more openers than the bound are scanned."""
+    if not len(text):
+        return None
+    openers = pc.add(pc.count_substring(text, "["), pc.count_substring(text, "{"))
+    candidates = np.flatnonzero(_mask(pc.greater(openers, MAX_JSON_TEXT_DEPTH)))
+    if not candidates.size:
+        return None
+    deep = np.zeros(len(text), bool)
+    for i in candidates.tolist():  # values with over 100 brackets: rare, and bounded by the body
+        deep[i] = json_depth(text[i].as_py().encode()) > MAX_JSON_TEXT_DEPTH
+    return deep if deep.any() else None
 
 
 def _try_decode(text: str):
@@ -70,7 +98,7 @@ def _try_decode(text: str):
 
 def json_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """JSON / VARIANT text: (compact JSON text, ok mask); ok is False where the text is no JSON."""
-    decoded = decode_json_values(text.to_pylist())
+    decoded = decode_json_values(text)
     ok = np.fromiter(map(operator.is_not, decoded, repeat(INVALID)), bool, len(decoded))
     if not ok.all():
         decoded = [None if d is INVALID else d for d in decoded]
@@ -160,6 +188,10 @@ def ipv6_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
 # --- nested text -------------------------------------------------------------------------------
 
 
+# Levels the JSON reader may see in `json_column`: the wrapper object and MAX_NESTING levels.
+_FAST_MAX_DEPTH = MAX_NESTING + 1
+
+
 def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
     """The fast route for a column of nested JSON text (`[1, 2]`, `["a"]`, `{"a": 1}` for a
     STRUCT): every value wrapped as a `{"v": <text>}` line and read by pyarrow's JSON reader
@@ -175,6 +207,11 @@ def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
     lines = lines.cast(pa.large_string())
     offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset : lines.offset + len(lines) + 1]
     body = lines.buffers()[2].to_pybytes()[int(offsets[0]) : int(offsets[-1])]
+    # pyarrow's JSON parser recurses per level (100,000 levels overflowed the C stack and took
+    # the process down, docs/ARCHITECTURE.md "Input bounds"): deeper text than the column's
+    # own nesting never reaches it.
+    if body.count(b"[") + body.count(b"{") > _FAST_MAX_DEPTH and json_depth(body) > _FAST_MAX_DEPTH:
+        return None
     try:
         table = pajson.read_json(
             pa.BufferReader(body),
@@ -228,11 +265,12 @@ class DorisPairs(dict):
     """A `{k: v, …}` container read from Doris text (a MAP, or a STRUCT by name)."""
 
 
-def decode_nested_values(texts: list) -> list:
+def decode_nested_values(text: pa.Array) -> list:
     """Nested text values as Python objects (lists, dicts; leaves as JSON scalars or text);
     None for NULL, INVALID where the text does not parse. JSON first, Doris' spellings after."""
-    decoded = decode_json_values(texts)
+    decoded = decode_json_values(text)
     if any(d is INVALID for d in decoded):
+        texts = text.to_pylist()
         decoded = [parse_doris_nested(t) if d is INVALID else d for t, d in zip(texts, decoded)]
     return decoded
 

@@ -431,3 +431,27 @@ def test_text_nested_past_any_limit_is_a_bad_value_not_a_crash(ctype):
     deep = "[" * 100_000 + "]" * 100_000
     got, bad = values(convert_strings(pa.array([deep, "[1]"]), ctype))
     assert got[0] is None and bad == [True, False]
+
+
+def test_deep_text_is_refused_before_any_decoder_even_on_a_small_stack():
+    """msgspec and pyarrow recurse per level: on a thread with a small stack, 100,000 levels
+    crashed the process. The depth is checked first, so this thread survives."""
+    import threading
+
+    deep = "[" * 100_000 + "]" * 100_000
+    out = {}
+
+    def run():
+        for ctype in (ARR_INT, t("JSON"), ARR_STR):
+            out[ctype.name + ctype.to_sql()] = convert_strings(
+                pa.array([deep, "[1]"]), ctype
+            ).values.to_pylist()
+
+    old = threading.stack_size(512 * 1024)
+    try:
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old)
+    assert [v[0] for v in out.values()] == [None, None, None] and len(out) == 3
