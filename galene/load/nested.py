@@ -171,6 +171,8 @@ def from_arrow(arr: pa.Array, ctype: ColumnType, leaf: LeafConverter) -> tuple[p
         nodes.append(node)
         if parent >= 0:
             nodes[parent].children[slot] = nid
+        if pa.types.is_fixed_size_list(a.type):
+            a = a.cast(pa.list_(a.type.value_type))
         at = a.type
         if not t.is_nested:
             node.values = a

@@ -455,3 +455,15 @@ def test_deep_text_is_refused_before_any_decoder_even_on_a_small_stack():
     finally:
         threading.stack_size(old)
     assert [v[0] for v in out.values()] == [None, None, None] and len(out) == 3
+
+
+def test_json_body_with_jsonpaths_into_nested_columns():
+    tbl = table(("k", INT), ("a", ARR_INT), ("m", MAP_STR_INT))
+    body = b'{"id": 1, "data": {"xs": [1, 2], "kv": {"p": 3}}}\n'
+    opts = LoadOptions(format="json", read_json_by_line=True, jsonpaths='["$.id", "$.data.xs", "$.data.kv"]')
+    assert parse_body(body, tbl, opts).data.to_pylist() == [{"k": 1, "a": [1, 2], "m": [("p", 3)]}]
+
+
+def test_fixed_size_lists_convert_like_lists():
+    fixed = pa.array([[1, 2], [3, 4]], pa.list_(pa.int64(), 2))
+    assert coerce(fixed, ARR_INT).values.to_pylist() == [[1, 2], [3, 4]]
