@@ -9,11 +9,19 @@ engine's write tasks store (INSERT … SELECT, CTAS, UPDATE; `galene.load.parse.
   rule, whose home is `galene.common.intcast`; decimals round half away from zero at the
   column's scale and fail past its integer digits; dates and datetimes take Doris' spellings
   (`2024/1/31`, `20240131`, `2024-01-31T10:00`) and are checked against the calendar.
+  JSON / VARIANT and IPV4 / IPV6 text is validated and normalized (`galene.load.text_types`),
+  ARRAY / MAP / STRUCT text is decoded and built by walking the type tree, each leaf level
+  converted by these same rules (`galene.load.nested`), BITMAP text is bitmap_from_string's,
+  DECIMAL past 38 digits is decimal256.
 * `coerce`: any Arrow array into a column type (numbers by the integer rule, decimals through
-  their text, everything else by Arrow's cast or through `to_text`).
+  their text, lists / maps / structs level by level, aggregate states (BITMAP lists sorted and
+  deduplicated, HLL sketch bytes, QUANTILE_STATE doubles) to their storage forms, everything
+  else by Arrow's cast or through `to_text`).
 * `to_text`: a value as Doris prints it (datetimes without a zero fraction, booleans as 1/0).
 
-Everything is vectorized (pyarrow.compute and numpy); no Python loop runs over rows.
+Everything is vectorized (pyarrow.compute and numpy); no Python loop runs over rows (the
+nested builders iterate with C-level `map` over a level's values; only text in a spelling
+that is not JSON, or a JSON column holding invalid JSON, is looked at value by value).
 """
 
 from __future__ import annotations
