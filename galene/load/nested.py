@@ -115,7 +115,7 @@ def from_objects(objs: list, ctype: ColumnType, leaf: LeafConverter) -> tuple[pa
             for i, (fname, ftype) in enumerate(t.fields()):
                 child = np.full(m, None, object)
                 if dicts:
-                    child[named] = _objects(map(_field_getter(fname), dicts), len(dicts))
+                    child[named] = _objects(_fields_named(dicts, fname), len(dicts))
                 if lists:
                     child[positional] = _objects(map(operator.itemgetter(i), lists), len(lists))
                 stack.append((ftype, child.tolist(), nid, i))
@@ -127,18 +127,14 @@ def from_objects(objs: list, ctype: ColumnType, leaf: LeafConverter) -> tuple[pa
     return root.values, bad
 
 
-def _field_getter(name: str):
+def _fields_named(dicts: list[dict], name: str) -> list:
+    """Each object's value for a struct field: the exact key by C-level lookups, then, only for
+    the objects without it, the key that matches case-insensitively (as Doris matches names)."""
+    found = list(map(operator.methodcaller("get", name), dicts))
     lower = name.lower()
-
-    def get(d: dict):
-        if name in d:
-            return d[name]
-        for k, v in d.items():  # Doris matches field names case-insensitively
-            if isinstance(k, str) and k.lower() == lower:
-                return v
-        return None
-
-    return get
+    for i in compress(range(len(found)), map(operator.is_, found, repeat(None))):
+        found[i] = next((v for k, v in dicts[i].items() if isinstance(k, str) and k.lower() == lower), None)
+    return found
 
 
 def _leaf_from_objects(vals: list) -> pa.Array:
