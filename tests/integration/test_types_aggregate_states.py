@@ -32,7 +32,7 @@ def _rows(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 def _check(galene, db: str, exact: dict[int, int], total: int) -> None:
     rows = galene.query(
-        "SELECT k, bitmap_union_count(b), hll_union_agg(h), bitmap_count(b) FROM states GROUP BY k ORDER BY k", db
+        "SELECT k, bitmap_union_count(b), hll_union_agg(h), bitmap_count(bitmap_union(b)) FROM states GROUP BY k ORDER BY k", db
     )
     assert [int(r[0]) for r in rows] == sorted(exact)
     for k, bitmap_count, hll_count, single in rows:
