@@ -77,8 +77,8 @@ def decode_json_values(text: pa.Array) -> list:
 def _too_deep(text: pa.Array) -> np.ndarray | None:
     """Values nested deeper than MAX_JSON_TEXT_DEPTH (None when none can be): only values with
     more openers than the bound are scanned."""
-    if not len(text):
-        return None
+    if not len(text) or (pc.max(pc.binary_length(text)).as_py() or 0) <= MAX_JSON_TEXT_DEPTH:
+        return None  # no value is long enough to nest that deep
     openers = pc.add(pc.count_substring(text, "["), pc.count_substring(text, "{"))
     candidates = np.flatnonzero(_mask(pc.greater(openers, MAX_JSON_TEXT_DEPTH)))
     if not candidates.size:
@@ -188,10 +188,6 @@ def ipv6_text(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
 # --- nested text -------------------------------------------------------------------------------
 
 
-# Levels the JSON reader may see in `json_column`: the wrapper object and MAX_NESTING levels.
-_FAST_MAX_DEPTH = MAX_NESTING + 1
-
-
 def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
     """The fast route for a column of nested JSON text (`[1, 2]`, `["a"]`, `{"a": 1}` for a
     STRUCT): every value wrapped as a `{"v": <text>}` line and read by pyarrow's JSON reader
@@ -208,9 +204,9 @@ def json_column(text: pa.Array, ctype: ColumnType) -> pa.Array | None:
     offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset : lines.offset + len(lines) + 1]
     body = lines.buffers()[2].to_pybytes()[int(offsets[0]) : int(offsets[-1])]
     # pyarrow's JSON parser recurses per level (100,000 levels overflowed the C stack and took
-    # the process down, docs/ARCHITECTURE.md "Input bounds"): deeper text than the column's
-    # own nesting never reaches it.
-    if body.count(b"[") + body.count(b"{") > _FAST_MAX_DEPTH and json_depth(body) > _FAST_MAX_DEPTH:
+    # the process down, docs/ARCHITECTURE.md "Input bounds"): text nested past
+    # MAX_JSON_TEXT_DEPTH never reaches it.
+    if _too_deep(text) is not None:
         return None
     try:
         table = pajson.read_json(
