@@ -8,8 +8,9 @@ IPV6, and the nested ARRAY / MAP / STRUCT literals of a CSV field.
   value, to find which.
 * IPV4: dotted quad, each part 0..255 (leading zeros read, dropped: `01.2.3.4` -> `1.2.3.4`),
   surrounding whitespace ignored; vectorized with Arrow's regex kernels.
-* IPV6: stored in RFC 5952 form (compressed, lower case), an IPv4-mapped address with its
-  IPv4 part dotted (`::ffff:1.2.3.4`), as Doris (ClickHouse's formatIPv6) prints them. Each
+* IPV6: stored in RFC 5952 form (compressed, lower case), an IPv4-mapped or IPv4-compatible
+  address with its IPv4 part dotted (`::ffff:1.2.3.4`, `::1.2.3.4`), as Doris (ClickHouse's
+  formatIPv6) prints them. Each
   distinct value is parsed once (Python's `ipaddress`), so the cost follows the distinct values.
 * Nested text (`[1, 2]`, `{"k":1}`, `{1:"a"}`, `['a', 'b']`, `[abc, def]`, `{1, "x"}` for a
   STRUCT by position): a column of plain JSON arrays / objects is read whole by pyarrow's JSON
@@ -170,6 +171,11 @@ def _ipv6_canonical(text: str) -> str | None:
         return None
     if addr.ipv4_mapped is not None:
         return f"::ffff:{addr.ipv4_mapped}"
+    packed = addr.packed
+    if packed[:12] == bytes(12) and packed[12:14] != b"\0\0":
+        # IPv4-compatible (::a.b.c.d): formatIPv6 prints the IPv4 part dotted when the leading
+        # zero run is exactly six words long.
+        return "::" + ".".join(str(b) for b in packed[12:])
     return addr.compressed
 
 

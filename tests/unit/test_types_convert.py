@@ -145,10 +145,24 @@ def test_ipv4_normalized_and_checked():
 
 
 def test_ipv6_canonical_form():
-    text = pa.array(["2001:DB8::1", "::ffff:1.2.3.4", "2001:db8:0:0:1:0:0:1", "1.2.3.4", "::1", "zz"])
+    text = pa.array(
+        [
+            "2001:DB8::1",
+            "::ffff:1.2.3.4",
+            "2001:db8:0:0:1:0:0:1",
+            "1.2.3.4",
+            "::1",
+            "zz",
+            "::1.2.3.4",
+            "::0.0.1.2",
+            "::",
+        ]
+    )
     got, bad = values(convert_strings(text, t("IPV6")))
-    assert got == ["2001:db8::1", "::ffff:1.2.3.4", "2001:db8::1:0:0:1", None, "::1", None]
-    assert bad == [False, False, False, True, False, True]
+    assert got == [
+        "2001:db8::1", "::ffff:1.2.3.4", "2001:db8::1:0:0:1", None, "::1", None, "::1.2.3.4", "::102", "::",
+    ]  # fmt: skip
+    assert bad == [False, False, False, True, False, True, False, False, False]
 
 
 # --- numbers --------------------------------------------------------------------------------------
