@@ -350,3 +350,21 @@ def test_group_commit_load_of_nested_values(galene, db):
         (2, None, None, "r", "[]", "::ffff:1.2.3.4"),
         (3, 4, None, None, None, None),
     ]
+
+
+def test_arrow_stream_load_of_nested_columns(galene, db):
+    galene.query(ALL_TYPES_DDL, db)
+    data = pa.table(
+        {
+            "k": pa.array([1], pa.int32()),
+            "a": pa.array([[3, 4]], pa.list_(pa.int64())),
+            "s": pa.array([{"x": 5, "y": "w"}]),
+            "ip4": pa.array([16909060], pa.int64()),  # IPV4 as its number
+        }
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    reply = _load(galene, db, "t", sink.getvalue().to_pybytes(), format="arrow", columns="k, a, s, ip4")
+    assert reply["Status"] == "Success" and reply["NumberLoadedRows"] == 1, reply
+    assert galene.query("SELECT a[2], struct_element(s, 'y'), ip4 FROM t", db) == [(4, "w", "1.2.3.4")]
