@@ -30,6 +30,7 @@ from galene.common.errors import LoadError
 from galene.common.types import ColumnType, TypeError_, parse_type
 from galene.load import state_functions
 from galene.load.convert import coerce, convert_strings, days_from_civil, strftime, to_text
+from galene.sql.ddl.columns import column_type_from_datatype
 from galene.sql.dialect import Galene
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
@@ -492,7 +493,14 @@ class _Evaluator:
     # casts
     def cast(self, node: exp.Cast) -> Value:
         try:
-            ctype = parse_type(node.to.sql(dialect=Galene))
+            if node.to.expressions and node.to.this in (
+                exp.DataType.Type.ARRAY,
+                exp.DataType.Type.MAP,
+                exp.DataType.Type.STRUCT,
+            ):
+                ctype = column_type_from_datatype(node.to, decimal256=True)  # CAST(x AS ARRAY<INT>)
+            else:
+                ctype = parse_type(node.to.sql(dialect=Galene))
         except TypeError_ as e:
             raise LoadError(f"[INVALID_ARGUMENT]{e}") from None
         value = broadcast(self.eval(node.this), self.ctx.num_rows)

@@ -481,3 +481,9 @@ def test_json_body_with_jsonpaths_into_nested_columns():
 def test_fixed_size_lists_convert_like_lists():
     fixed = pa.array([[1, 2], [3, 4]], pa.list_(pa.int64(), 2))
     assert coerce(fixed, ARR_INT).values.to_pylist() == [[1, 2], [3, 4]]
+
+
+def test_cast_to_a_nested_type_in_columns_header():
+    opts = LoadOptions.from_headers({"column_separator": "|", "columns": "k, raw, a=cast(raw as array<int>)"})
+    rows = parse_body(b"1|[1, 2]\n2|x\n", table(("k", INT), ("a", ARR_INT)), opts).data.to_pylist()
+    assert rows == [{"k": 1, "a": [1, 2]}, {"k": 2, "a": None}]
