@@ -11,9 +11,10 @@ whole Arrow columns, giving the storage forms of `galene.common.types`:
   computed vectorized in numpy over the distinct values, 4-byte blocks column by column.
 * `bitmap_empty()`, `bitmap_from_string('1,2,3')` (text that is not that form gives NULL).
 * `hll_hash(v)`: an Apache DataSketches HLL sketch (lg_k 12, HLL_8, compact serialization,
-  what Spark's and Sail's hll_sketch_agg / hll_union_agg read) holding v — updated with the
-  value as text when the source is text, as an integer when it is one (Spark's hll_sketch_agg
-  hashes the same way). Sketches of equal single values are equal bytes, so one sketch is
+  what Spark's and Sail's hll_sketch_agg / hll_union_agg read) holding v's text (Doris'
+  hll_hash takes a string, so a CSV field and a Parquet integer of the same number give the
+  same sketch; DataSketches hashes a string's UTF-8 bytes as Spark's hll_sketch_agg does for a
+  STRING column). Sketches of equal single values are equal bytes, so one sketch is
   built per DISTINCT value (dictionary-encode, build, take): the Python cost follows the
   distinct values, not the rows. NULL gives the empty sketch (Doris: hll_hash(NULL) is empty).
 * `hll_empty()`: the empty sketch.
@@ -101,10 +102,8 @@ def _sketch_bytes(value) -> bytes:
 
 def hll_hash(ev, args):
     value = _one(ev, args, "hll_hash")
-    if pa.types.is_integer(value.type):
-        value = pc.cast(value, pa.int64())
-    elif not pa.types.is_null(value.type):
-        value = to_text(value)
+    if not pa.types.is_null(value.type):
+        value = to_text(value)  # Doris' hll_hash takes a string: a number hashes as its text
     encoded = pc.dictionary_encode(value)
     sketches = pa.array(list(map(_sketch_bytes, encoded.dictionary.to_pylist())), pa.binary())
     empty = _sketch_bytes(None)
