@@ -21,7 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql.sqlbuild import call, cast, string, template
+from galene.sql.sqlbuild import call, cast, let, string, template
 
 NAMES = frozenset(
     {
@@ -47,29 +47,49 @@ IPV6_PATTERN = (
 
 def _number(text: exp.Expr) -> exp.Expr:
     """The BIGINT of a valid dotted-quad (NULL otherwise)."""
+    return let(call("trim", cast(text, "STRING")), lambda s: _number_of(s))
+
+
+def _number_of(s: exp.Expr) -> exp.Expr:
     return template(
         f"CASE WHEN __s RLIKE '{IPV4_PATTERN}' THEN"
         " try_cast(split(__s, '[.]')[0] AS BIGINT) * 16777216 + try_cast(split(__s, '[.]')[1] AS BIGINT) * 65536"
         " + try_cast(split(__s, '[.]')[2] AS BIGINT) * 256 + try_cast(split(__s, '[.]')[3] AS BIGINT) END",
-        s=call("trim", cast(text, "STRING")),
+        s=s,
     )
 
 
 def _text(number: exp.Expr) -> exp.Expr:
     """'A.B.C.D' of a number, NULL outside 0..4294967295."""
+    return let(cast(number, "BIGINT"), _text_of)
+
+
+def _canonical(text: exp.Expr) -> exp.Expr:
+    """'A.B.C.D' of a valid dotted-quad text (leading zeros dropped), NULL otherwise."""
+    return let(call("trim", cast(text, "STRING")), lambda s: let(_number_of(s), _text_of))
+
+
+def _text_of(n: exp.Expr) -> exp.Expr:
     return template(
         "CASE WHEN __n >= 0 AND __n <= 4294967295 THEN concat_ws('.',"
         " CAST(__n div 16777216 AS STRING), CAST(__n div 65536 % 256 AS STRING),"
         " CAST(__n div 256 % 256 AS STRING), CAST(__n % 256 AS STRING)) END",
-        n=cast(number, "BIGINT"),
+        n=n,
     )
 
 
-def _or_error(value: exp.Expr, given: exp.Expr, message: str) -> exp.Expr:
-    return template(
-        f"CASE WHEN __g IS NULL THEN NULL WHEN __v IS NOT NULL THEN __v ELSE raise_error('{message}') END",
-        v=value,
-        g=given,
+def _or_error(given: exp.Expr, convert, message: str) -> exp.Expr:
+    """convert(given), an error when that is NULL for a non-NULL `given` (each read once)."""
+    return let(
+        given,
+        lambda g: let(
+            convert(g),
+            lambda v: template(
+                f"CASE WHEN __g IS NULL THEN NULL WHEN __v IS NOT NULL THEN __v ELSE raise_error('{message}') END",
+                v=v,
+                g=g,
+            ),
+        ),
     )
 
 
@@ -79,11 +99,14 @@ def _ipv6(text: exp.Expr) -> exp.Expr:
 
 def to_ipv4(value: exp.Expr) -> exp.Expr:
     """CAST(x AS IPV4): the canonical text of an address or of a number; NULL when invalid."""
-    return template(
-        "coalesce(__t, IF(__x RLIKE '^[0-9]+$', __n, NULL))",
-        t=_text(_number(value)),
-        x=cast(value, "STRING"),
-        n=_text(template("try_cast(__x AS BIGINT)", x=value)),
+    return let(
+        cast(value, "STRING"),
+        lambda x: template(
+            "coalesce(__t, IF(__x RLIKE '^[0-9]+$', __n, NULL))",
+            t=_canonical(x),
+            x=x,
+            n=_text(template("try_cast(__x AS BIGINT)", x=x)),
+        ),
     )
 
 
@@ -96,7 +119,7 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     if name in ("IPV4_NUM_TO_STRING", "INET_NTOA") and n == 1:
         return _text(args[0])
     if name == "IPV4_STRING_TO_NUM" and n == 1:
-        return _or_error(_number(args[0]), args[0], "Invalid IPv4 value")
+        return _or_error(args[0], _number, "Invalid IPv4 value")
     if name == "IPV4_STRING_TO_NUM_OR_DEFAULT" and n == 1:
         return call("coalesce", _number(args[0]), template("CAST(0 AS BIGINT)"))
     if name in ("IPV4_STRING_TO_NUM_OR_NULL", "INET_ATON") and n == 1:
@@ -106,28 +129,32 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     if name == "IS_IPV6_STRING" and n == 1:
         return template(f"trim(__s) RLIKE '{IPV6_PATTERN}'", s=cast(args[0], "STRING"))
     if name == "TO_IPV4" and n == 1:
-        return _or_error(_text(_number(args[0])), args[0], "Invalid IPv4 value")
+        return _or_error(args[0], _canonical, "Invalid IPv4 value")
     if name == "TO_IPV4_OR_DEFAULT" and n == 1:
-        return call("coalesce", _text(_number(args[0])), string("0.0.0.0"))
+        return call("coalesce", _canonical(args[0]), string("0.0.0.0"))
     if name == "TO_IPV4_OR_NULL" and n == 1:
-        return _text(_number(args[0]))
+        return _canonical(args[0])
     if name == "TO_IPV6" and n == 1:
-        return _or_error(_ipv6(args[0]), args[0], "Invalid IPv6 value")
+        return _or_error(args[0], _ipv6, "Invalid IPv6 value")
     if name == "TO_IPV6_OR_DEFAULT" and n == 1:
         return call("coalesce", _ipv6(args[0]), string("::"))
     if name == "TO_IPV6_OR_NULL" and n == 1:
         return _ipv6(args[0])
     if name == "IPV4_CIDR_TO_RANGE" and n == 2:
-        return template(
-            "CASE WHEN __p < 0 OR __p > 32 THEN raise_error('Illegal cidr value') ELSE named_struct("
-            "'min', __lo, 'max', __hi) END",
-            p=args[1],
-            lo=_text(template("__n - __n % CAST(pow(2, 32 - __p) AS BIGINT)", n=_number(args[0]), p=args[1])),
-            hi=_text(
-                template("__n - __n % CAST(pow(2, 32 - __p) AS BIGINT) + CAST(pow(2, 32 - __p) AS BIGINT) - 1",
-                         n=_number(args[0]), p=args[1])
+        block = template("CAST(pow(2, 32 - __p) AS BIGINT)", p=args[1])
+        return let(
+            call("trim", cast(args[0], "STRING")),
+            lambda s: let(
+                _number_of(s),
+                lambda ip: template(
+                    "CASE WHEN __p < 0 OR __p > 32 THEN raise_error('Illegal cidr value')"
+                    " ELSE named_struct('min', __lo, 'max', __hi) END",
+                    p=args[1],
+                    lo=_text(template("__n - __n % __b", n=ip, b=block)),
+                    hi=_text(template("__n - __n % __b + __b - 1", n=ip, b=block)),
+                ),
             ),
-        )  # fmt: skip
+        )
     if name == "IS_IP_ADDRESS_IN_RANGE" and n == 2:
         ip, cidr = _number(args[0]), cast(args[1], "STRING")
         prefix = template("try_cast(substring_index(__c, '/', -1) AS INT)", c=cidr)

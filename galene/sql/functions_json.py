@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from galene.sql.sqlbuild import call, cast, int_value, string, string_value, template
+from galene.sql.sqlbuild import call, cast, int_value, let, string, string_value, template
 
 NAMES = frozenset(
     {
@@ -70,6 +70,11 @@ def doc_path(node: exp.Expr | None) -> exp.Expr:
 def _value(doc: exp.Expr, path: exp.Expr | None = None) -> exp.Expr:
     """The VARIANT at `path` of the JSON text `doc` (NULL when invalid or missing)."""
     return call("try_variant_get", call("try_parse_json", doc.copy()), doc_path(path))
+
+
+def _over_value(text: str, doc: exp.Expr, path: exp.Expr | None = None, **more: exp.Expr) -> exp.Expr:
+    """`text` (a template over __v) with __v the document's value at `path`, parsed once."""
+    return let(_value(doc, path), lambda v: template(text, v=v, **more))
 
 
 # --- VARIANT sub-columns ----------------------------------------------------------------
@@ -160,11 +165,12 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
         return extract(args[0], args[1:])
     name = name.replace("JSONB_", "JSON_")
     if name == "JSON_LENGTH" and n in (1, 2):
-        return template(
+        return _over_value(
             "CAST(CASE WHEN __v IS NULL THEN NULL WHEN schema_of_variant(__v) LIKE 'ARRAY%'"
             " THEN json_array_length(to_json(__v)) WHEN schema_of_variant(__v) LIKE 'OBJECT%'"
             " THEN size(json_object_keys(to_json(__v))) ELSE 1 END AS INT)",
-            v=_value(args[0], args[1] if n == 2 else None),
+            args[0],
+            args[1] if n == 2 else None,
         )
     if name == "JSON_KEYS" and n in (1, 2):
         return template(
@@ -172,7 +178,7 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
             v=_value(args[0], args[1] if n == 2 else None),
         )
     if name == "JSON_TYPE" and n in (1, 2):
-        return template(_TYPE_OF, v=_value(args[0], args[1] if n == 2 else None))
+        return _over_value(_TYPE_OF, args[0], args[1] if n == 2 else None)
     if name == "JSON_EXISTS_PATH" and n == 2:
         return template(
             "IF(__j IS NULL OR __p IS NULL, NULL, __v IS NOT NULL)",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql.sqlbuild import template
+from galene.sql.sqlbuild import let, template
 
 NAMES = frozenset(
     {
@@ -180,11 +180,9 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     if name == "TO_QUANTILE_STATE" and n in (1, 2):
         return template("IF(__v IS NULL, NULL, array(CAST(__v AS DOUBLE)))", v=args[0])
     if name == "QUANTILE_PERCENT" and n == 2:
-        state = template("sort_array(__q)", q=args[0])
-        return template(
-            _PERCENT,
-            s=state,
-            n=template("IF(__q IS NULL, NULL, size(__q))", q=args[0]),
-            p=template("CAST(CAST(__p AS FLOAT) AS DOUBLE)", p=args[1]),
+        fraction = template("CAST(CAST(__p AS FLOAT) AS DOUBLE)", p=args[1])
+        return let(
+            template("sort_array(__q)", q=args[0]),
+            lambda s: template(_PERCENT, s=s, n=template("size(__s)", s=s), p=fraction),
         )
     raise GaleneError(f"{name.lower()}: wrong number of arguments ({n})")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql.sqlbuild import int_value, template
+from galene.sql.sqlbuild import int_value, let, template
 
 NAMES = frozenset({"NOW", "SEC_TO_TIME", "TIME_TO_SEC", "TIMEDIFF", "CURTIME", "CURRENT_TIME"})
 
@@ -51,26 +51,32 @@ def _from_micros(micros: exp.Expr, p: int) -> exp.Expr:
     """TIME text of a signed microsecond count (clamped to Doris' range), p fractional digits."""
     limit = MAX_TIME_SECONDS * 1_000_000 + (999_999 // 10 ** (6 - p)) * 10 ** (6 - p)
     frac = f", '.', substring(lpad(CAST(abs(__m) % 1000000 AS STRING), 6, '0'), 1, {p})" if p else ""
-    body = template(
-        "CASE WHEN __u IS NULL THEN NULL ELSE concat(IF(__u < 0, '-', ''),"
-        " IF(abs(__m) < 36000000000, '0', ''), CAST(abs(__m) div 3600000000 AS STRING), ':',"
-        " lpad(CAST(abs(__m) div 60000000 % 60 AS STRING), 2, '0'), ':',"
-        f" lpad(CAST(abs(__m) div 1000000 % 60 AS STRING), 2, '0'){frac}) END",
-        u=micros,
-        m=template(f"greatest(least(__u, {limit}), -{limit})", u=micros),
+    return let(
+        template(f"IF(__u IS NULL, NULL, greatest(least(__u, {limit}), -{limit}))", u=micros),
+        lambda m: template(
+            "CASE WHEN __m IS NULL THEN NULL ELSE concat(IF(__m < 0, '-', ''),"
+            " IF(abs(__m) < 36000000000, '0', ''), CAST(abs(__m) div 3600000000 AS STRING), ':',"
+            " lpad(CAST(abs(__m) div 60000000 % 60 AS STRING), 2, '0'), ':',"
+            f" lpad(CAST(abs(__m) div 1000000 % 60 AS STRING), 2, '0'){frac}) END",
+            m=m,
+        ),
     )
-    return body
 
 
 def to_time(value: exp.Expr, p: int) -> exp.Expr:
     """CAST(value AS TIME(p)) as text."""
     text = template("trim(CAST(__v AS STRING))", v=value)
+    return let(text, lambda t: _from_micros(_clock_micros(t), p))
+
+
+def _clock_micros(t: exp.Expr) -> exp.Expr:
+    """Signed microseconds of a TIME text, a DATETIME text or an HHMMSS number (NULL otherwise)."""
     clock = (
         "(IF(__t LIKE '-%', -1, 1) * (try_cast(split(ltrim('-', __t), ':')[0] AS BIGINT) * 3600000000"
         " + try_cast(split(__t, ':')[1] AS BIGINT) * 60000000"
         " + coalesce(try_cast(try_cast(split(__t, ':')[2] AS DECIMAL(9, 6)) * 1000000 AS BIGINT), 0)))"
     )
-    micros = template(
+    return template(
         "CASE WHEN __t RLIKE '^-?[0-9]{1,3}:[0-5]?[0-9](:[0-5]?[0-9]([.][0-9]{1,6})?)?$' THEN " + clock
         + " WHEN __t RLIKE '^[0-9]{1,6}$' AND try_cast(__t AS INT) % 100 < 60 AND try_cast(__t AS INT) div 100 % 100 < 60"
         " THEN (try_cast(__t AS BIGINT) div 10000 * 3600 + try_cast(__t AS BIGINT) div 100 % 100 * 60"
@@ -78,9 +84,8 @@ def to_time(value: exp.Expr, p: int) -> exp.Expr:
         " WHEN try_cast(__t AS TIMESTAMP_NTZ) IS NOT NULL AND __t LIKE '%-%'"
         " THEN unix_micros(CAST(try_cast(__t AS TIMESTAMP_NTZ) AS TIMESTAMP))"
         " - unix_micros(CAST(CAST(try_cast(__t AS TIMESTAMP_NTZ) AS DATE) AS TIMESTAMP)) END",
-        t=text,
+        t=t,
     )  # fmt: skip
-    return _from_micros(micros, p)
 
 
 def _micros_of(value: exp.Expr) -> exp.Expr:
@@ -99,12 +104,8 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     if name == "SEC_TO_TIME" and n == 1:
         return _from_micros(template("CAST(__s AS BIGINT) * 1000000", s=args[0]), 0)
     if name == "TIME_TO_SEC" and n == 1:
-        micros = to_time(args[0], 0)  # normalized text, then its seconds
-        return template(
-            "CAST(IF(__t LIKE '-%', -1, 1) * (try_cast(split(ltrim('-', __t), ':')[0] AS BIGINT) * 3600"
-            " + try_cast(split(__t, ':')[1] AS BIGINT) * 60 + try_cast(split(__t, ':')[2] AS BIGINT)) AS INT)",
-            t=micros,
-        )
+        text = template("trim(CAST(__v AS STRING))", v=args[0])
+        return let(text, lambda t: template("CAST(__m div 1000000 AS INT)", m=_clock_micros(t)))
     return None
 
 

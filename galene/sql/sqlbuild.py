@@ -4,6 +4,8 @@ modules): sqlglot nodes for calls, literals, CASTs and Spark SQL templates. Pure
 from __future__ import annotations
 
 import functools
+import itertools
+from collections.abc import Callable
 
 import sqlglot
 from sqlglot import exp
@@ -79,3 +81,21 @@ def int_value(node: exp.Expr | None) -> int | None:
     if isinstance(node, exp.Paren):
         return int_value(node.this)
     return None
+
+
+_LET_NAMES = itertools.count(1)
+
+
+def let(value: exp.Expr, body: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """`body(v)` with v bound to `value`, computed once: `aggregate(array(0), value, (acc, i) ->
+    acc, v -> body)` (Spark SQL has no LET; a rewrite that reads an argument several times would
+    otherwise copy it, and nested rewrites would grow the text exponentially). Not
+    `transform(array(value), v -> body)`: Sail refuses that form when `value` holds a lambda."""
+    n = next(_LET_NAMES)
+    name = f"galene_v{n}"
+    keep = exp.Lambda(
+        this=exp.column(f"galene_a{n}"),
+        expressions=[exp.to_identifier(f"galene_a{n}"), exp.to_identifier(f"galene_i{n}")],
+    )
+    bound = exp.Lambda(this=body(exp.column(name)), expressions=[exp.to_identifier(name)])
+    return call("aggregate", exp.Array(expressions=[number(0)]), value, keep, bound)

@@ -178,6 +178,7 @@ TIME = [
     ("timediff('2019-07-11 16:59:30', '2019-07-11 16:59:21')", "00:00:09"),
     ("timediff('2019-01-01 00:00:00', '2019-01-02 01:00:00')", "-25:00:00"),
     ("timediff('2000-01-01 00:00:00', '2020-01-01 00:00:00')", "-838:59:59"),
+    ("timediff(NULL, '2019-01-01 00:00:00')", None),
     ("sec_to_time(3661)", "01:01:01"),
     ("time_to_sec('01:01:01')", 3661),
     # Doris docs sql-functions/cast ("cast as datetime round"): rounded to the scale

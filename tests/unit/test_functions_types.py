@@ -137,3 +137,12 @@ def test_time_values_and_clock_precision():
 def test_cast_to_datetime_p_rounds_to_the_scale():
     assert "+ 500) DIV 1000 * 1000" in item("SELECT CAST(s AS DATETIME(3)) FROM t")
     assert "DIV" not in item("SELECT CAST(s AS DATETIME(6)) FROM t")
+
+
+def test_rewrites_that_read_an_argument_often_bind_it_once():
+    # nested IP rewrites stay small: each reads its argument through one binding (sqlbuild.let)
+    nested = spark(
+        "SELECT struct_element(ipv4_cidr_to_range(to_ipv4(to_ipv4(to_ipv4(s))), 16), 'min') FROM t"
+    )
+    assert len(nested) < 20_000
+    assert "AGGREGATE(ARRAY(0), TRIM(CAST(s AS STRING))" in spark("SELECT inet_aton(s) FROM t")
