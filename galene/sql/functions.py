@@ -9,6 +9,13 @@ both), so where an engine's own function differs from Doris (Sail's TIMESTAMPDIF
 date patterns with quoted text, Spark's regex classes) the rewrite spells the computation out.
 The session runs with `spark.sql.ansi.enabled=false` and the UTC time zone.
 
+The functions of the nested, JSON/VARIANT, IP, aggregate-state and TIME types live in their
+own modules, dispatched by name from `_FAMILIES` (the dialect parses those names as plain calls):
+galene/sql/functions_nested.py (ARRAY/MAP/STRUCT, subscripts, explode_*), functions_json.py
+(JSON functions, VARIANT paths and casts), functions_ip.py, functions_state.py (BITMAP, HLL,
+QUANTILE_STATE), functions_time.py (TIME, NOW(p)); their values are checked on both engines by
+tests/integration/test_types_functions.py. CAST(x AS DATETIME(p)) rounds to p digits here.
+
 The table (Doris → what it becomes), with the Doris source of each expected value in
 tests/integration/test_doris_functions.py:
 
