@@ -105,6 +105,17 @@ def _is_hll_hash(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.upper() == "HLL_HASH" and len(node.expressions) == 1
 
 
+def refuse_unconsumed(tree: exp.Expr) -> None:
+    """An HLL_HASH(x) no consumer read (`SELECT hll_hash(x)`): a one-value sketch per row is
+    nothing either engine builds, so it is refused with Doris' kind of message."""
+    for node in tree.find_all(exp.Anonymous):
+        if node.name.upper() == "HLL_HASH":
+            raise GaleneError(
+                "hll_hash(x) is supported in queries inside hll_union_agg, hll_union, hll_raw_agg and "
+                "hll_cardinality (stream load and INSERT into an HLL column build sketches)"
+            )
+
+
 def _intersect_count(args: list[exp.Expr], count: bool) -> exp.Expr:
     """INTERSECT_COUNT(b, col, v1, v2…): the intersection of the unions of b over the rows
     where col = vi (one union per filter value)."""

@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
+from galene.sql import functions_state
 from galene.sql.dialect import Galene
 from galene.sql.functions import rewrite_function
 
@@ -279,4 +280,5 @@ def to_spark_sql(
         new = rewrite_function(node)
         if new is not node:
             node.replace(new)
+    functions_state.refuse_unconsumed(tree)
     return tree.sql(dialect="spark")
