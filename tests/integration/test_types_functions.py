@@ -144,6 +144,15 @@ IP = [
     ("to_ipv4_or_default('x')", "0.0.0.0"),
     ("CAST('10.0.0.1' AS IPV4)", "10.0.0.1"),
     ("is_ip_address_in_range('127.0.0.1', '127.0.0.0/8')", 1),
+    # IPv6 text as the load stores it (RFC 5952; ClickHouse's formatIPv6 for IPv4-mapped)
+    ("to_ipv6('2001:0DB8:0:0:0:0:0:1')", "2001:db8::1"),
+    ("to_ipv6('1:0:0:2:0:0:0:3')", "1:0:0:2::3"),
+    ("to_ipv6('0:0:0:0:0:ffff:102:304')", "::ffff:1.2.3.4"),
+    ("CAST('::' AS IPV6)", "::"),
+    ("hex(ipv6_string_to_num('2001:db8::1'))", "20010DB8000000000000000000000001"),
+    ("hex(ipv6_string_to_num('1.2.3.4'))", "00000000000000000000FFFF01020304"),
+    ("ipv6_num_to_string(ipv6_string_to_num('fe80::1:0:0:0'))", "fe80::1:0:0:0"),
+    ("ipv6_string_to_num_or_null('x')", None),
     ("struct_element(ipv4_cidr_to_range(to_ipv4('192.168.5.2'), 16), 'min')", "192.168.0.0"),
     ("struct_element(ipv4_cidr_to_range(to_ipv4('192.168.5.2'), 16), 'max')", "192.168.255.255"),
 ]
