@@ -14,10 +14,10 @@ They work on the storage forms of galene/common/types.py, with engine expression
   queries (stream load computes it: galene/load/state_functions.py).
 * HLL = Apache DataSketches HLL sketch bytes (Spark's and Sail's hll_* functions read them):
   HLL_UNION_AGG(h) → the estimate (BIGINT), HLL_UNION/HLL_RAW_AGG(h) → the merged sketch,
-  HLL_CARDINALITY(h) (0 for NULL/empty), HLL_EMPTY(); HLL_HASH(x) (a one-value sketch, which no
-  engine builds per row) is read where it is consumed: HLL_UNION_AGG(HLL_HASH(x)) is the
-  estimate of hll_sketch_agg(x), HLL_UNION(HLL_HASH(x)) its sketch, HLL_CARDINALITY(HLL_HASH(x))
-  is 1 (0 for NULL).
+  HLL_CARDINALITY(h) (0 for NULL/empty), HLL_EMPTY(); HLL_HASH(x) is read where it is
+  consumed: HLL_UNION_AGG(HLL_HASH(x)) is the estimate of hll_sketch_agg(x),
+  HLL_UNION(HLL_HASH(x)) its sketch, HLL_CARDINALITY(HLL_HASH(x)) is 1 (0 for NULL); elsewhere
+  (INSERT … SELECT hll_hash(x)) each row's sketch is a window over its value (hll_hash_per_row).
 * QUANTILE_STATE = the list<double> of the values: TO_QUANTILE_STATE(v, compression),
   QUANTILE_STATE_EMPTY(), QUANTILE_UNION (aggregate), QUANTILE_PERCENT(q, p): Doris' explicit
   state rule (be/src/util/quantile_state.cpp get_explicit_value_by_percentile): the sorted
@@ -29,7 +29,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from galene.common.errors import GaleneError
-from galene.sql.sqlbuild import let, template
+from galene.sql.sqlbuild import call, let, template
 
 NAMES = frozenset(
     {
@@ -105,14 +105,19 @@ def _is_hll_hash(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.upper() == "HLL_HASH" and len(node.expressions) == 1
 
 
-def refuse_unconsumed(tree: exp.Expr) -> None:
-    """An HLL_HASH(x) no consumer read (`SELECT hll_hash(x)`): a one-value sketch per row is
-    nothing either engine builds, so it is refused with Doris' kind of message."""
-    for node in tree.find_all(exp.Anonymous):
-        if node.name.upper() == "HLL_HASH":
-            raise GaleneError(
-                "hll_hash(x) is supported in queries inside hll_union_agg, hll_union, hll_raw_agg and "
-                "hll_cardinality (stream load and INSERT into an HLL column build sketches)"
+def hll_hash_per_row(tree: exp.Expr) -> None:
+    """An HLL_HASH(x) no consumer read (`INSERT INTO t SELECT hll_hash(x)`, `SELECT hll_hash(x)`):
+    the one-value sketch of each row is the sketch of its value's partition, `hll_sketch_agg(x)
+    OVER (PARTITION BY x)` (a sketch does not change with duplicates; NULL gives the empty
+    sketch, as Doris' hll_hash(NULL)) — a window both engines compute (Sail has no sliding
+    one-row frame for it)."""
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.upper() == "HLL_HASH" and len(node.expressions) == 1:
+            value = node.expressions[0]
+            node.replace(
+                exp.Window(
+                    this=call("hll_sketch_agg", value.copy()), partition_by=[value.copy()], over="OVER"
+                )
             )
 
 

@@ -280,5 +280,5 @@ def to_spark_sql(
         new = rewrite_function(node)
         if new is not node:
             node.replace(new)
-    functions_state.refuse_unconsumed(tree)
+    functions_state.hll_hash_per_row(tree)
     return tree.sql(dialect="spark")

@@ -309,3 +309,50 @@ def test_bad_calls_get_doris_style_errors(node):
             with pytest.raises(pymysql.err.MySQLError) as ei, conn.cursor() as cur:
                 cur.execute(sql)
             assert fragment in str(ei.value.args[1]), (sql, ei.value.args)
+
+
+def test_functions_over_nested_and_state_columns(node):
+    db = "n_" + uuid.uuid4().hex[:10]
+    node.query(f"CREATE DATABASE {db}")
+    props = 'DISTRIBUTED BY HASH(k) BUCKETS 1 PROPERTIES ("replication_num" = "1")'
+    try:
+        node.query(
+            f"CREATE TABLE {db}.n (k INT, a ARRAY<INT>, m MAP<STRING, INT>, s STRUCT<f1:INT, f2:STRING>)"
+            f" DUPLICATE KEY(k) {props}"
+        )
+        node.query(
+            f"INSERT INTO {db}.n SELECT 1, [3, 1, 2], map('x', 1, 'y', 2), named_struct('f1', 7, 'f2', 'q')"
+            " UNION ALL SELECT 2, [], map('x', 5), named_struct('f1', 8, 'f2', 'r')"
+        )
+        node.query(
+            f"CREATE TABLE {db}.agg (k INT, b BITMAP BITMAP_UNION, h HLL HLL_UNION, q QUANTILE_STATE QUANTILE_UNION)"
+            f" AGGREGATE KEY(k) {props}"
+        )
+        node.query(
+            f"INSERT INTO {db}.agg SELECT 1, to_bitmap(10), hll_hash(10), to_quantile_state(1, 2048)"
+            " UNION ALL SELECT 1, to_bitmap(20), hll_hash(20), to_quantile_state(3, 2048)"
+            " UNION ALL SELECT 2, to_bitmap(10), hll_hash(30), to_quantile_state(5, 2048)"
+        )
+        with node.mysql() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"SELECT k, a[1], a[9], array_sort(a), array_size(a), m['y'], map_keys(m), s.f2,"
+                f" struct_element(s, 'f1'), array_map(x -> x * 10, a) FROM {db}.n ORDER BY k"
+            )
+            assert cur.fetchall() == (
+                (1, 3, None, "[1, 2, 3]", 3, 2, '["x", "y"]', "q", 7, "[30, 10, 20]"),
+                (2, None, None, "[]", 0, None, '["x"]', "r", 8, "[]"),
+            )
+            cur.execute(f"SELECT k, e FROM {db}.n LATERAL VIEW explode(a) tmp AS e ORDER BY k, e")
+            assert cur.fetchall() == ((1, 1), (1, 2), (1, 3))
+            cur.execute(
+                f"SELECT k, bitmap_to_string(b), bitmap_count(b), hll_cardinality(h),"
+                f" quantile_percent(q, 0.5) FROM {db}.agg ORDER BY k"
+            )
+            assert cur.fetchall() == ((1, "10,20", 2, 2, 2.0), (2, "10", 1, 1, 5.0))
+            cur.execute(
+                f"SELECT bitmap_union_count(b), bitmap_to_string(bitmap_union(b)), hll_union_agg(h),"
+                f" quantile_percent(quantile_union(q), 0) FROM {db}.agg"
+            )
+            assert cur.fetchone() == (2, "10,20", 3, 1.0)
+    finally:
+        node.query(f"DROP DATABASE IF EXISTS {db}")
