@@ -293,6 +293,19 @@ def test_variant_columns_read_by_path_and_cast(node):
             assert rows == [(1, "x", 49, "[1,2,3]", "[1, 2, 3]", None), (2, "y", 7, None, None, None)]
             cur.execute(f"SELECT k FROM {db}.ev WHERE v['a']['b'] = 'y'")
             assert cur.fetchall() == ((2,),)
+        # a prepared statement (COM_STMT_PREPARE plans the query to describe its columns)
+        import mysql.connector
+
+        conn = mysql.connector.connect(host="127.0.0.1", port=node.query_port, user="root", database=db)
+        try:
+            cur = conn.cursor(prepared=True)
+            cur.execute("SELECT v['a']['b'], CAST(v['n'] AS INT) FROM ev WHERE k = ?", (1,))
+            assert [
+                tuple(c.decode() if isinstance(c, (bytes, bytearray)) else c for c in r)
+                for r in cur.fetchall()
+            ] == [("x", 49)]
+        finally:
+            conn.close()
     finally:
         node.query(f"DROP DATABASE IF EXISTS {db}")
 
