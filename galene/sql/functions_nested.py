@@ -40,7 +40,7 @@ NAMES = frozenset(
         "ARRAY_PUSHFRONT", "ARRAYS_OVERLAP", "ARRAY_COUNT", "ARRAY_EXISTS", "ARRAY_FIRST", "ARRAY_LAST",
         "ARRAY_FIRST_INDEX", "ARRAY_LAST_INDEX", "ARRAY_CONCAT", "ARRAY_ENUMERATE", "ARRAY_SHUFFLE",
         "SHUFFLE", "COUNTEQUAL", "ARRAY_APPLY", "ARRAY_SORTBY",
-        "MAP", "MAP_KEYS", "MAP_VALUES", "MAP_SIZE", "MAP_CONTAINS_KEY", "MAP_CONTAINS_VALUE",
+        "MAP", "MAP_AGG", "MAP_KEYS", "MAP_VALUES", "MAP_SIZE", "MAP_CONTAINS_KEY", "MAP_CONTAINS_VALUE",
         "NAMED_STRUCT", "STRUCT_ELEMENT",
         "EXPLODE_NUMBERS", "EXPLODE_NUMBERS_OUTER", "EXPLODE_JSON_ARRAY_INT", "EXPLODE_JSON_ARRAY_DOUBLE",
         "EXPLODE_JSON_ARRAY_STRING", "EXPLODE_JSON_ARRAY_JSON", "EXPLODE_JSON_ARRAY_INT_OUTER",
@@ -201,9 +201,25 @@ _EXPLODE_JSON = {
 _APPLY_OPERATORS = ("=", "!=", ">", ">=", "<", "<=")
 
 
+# functions of an array (or map) first argument: NULL for an untyped NULL there (Doris' result;
+# the engines refuse a NULL-typed argument)
+_NULL_IN_NULL_OUT = {*_ONE_ARRAY, *_TWO_ARGS, "ARRAY_JOIN", "ARRAY_SLICE", "ELEMENT_AT", "ARRAY_APPLY"} - {
+    "ARRAY_WITH_CONSTANT",
+    "ARRAY_REPEAT",
+}
+
+
 def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
     """The Spark expression for Doris' `name(args)` of this family, or None."""
     n = len(args)
+    if name in _NULL_IN_NULL_OUT and args and isinstance(args[0], exp.Null):
+        return exp.Null()
+    if name == "MAP_AGG" and n == 2:  # (rows with a NULL key are skipped)
+        return template(
+            "map_from_entries(collect_list(IF(__k IS NULL, NULL, named_struct('k', __k, 'v', __v))))",
+            k=args[0],
+            v=args[1],
+        )
     if name in _LAMBDA_SIMPLE and n >= 2 and isinstance(args[0], exp.Lambda):
         array, lam = _lambda_over(args[0], args[1:], name)
         return template(_LAMBDA_SIMPLE[name], a=array, f=lam)
@@ -215,8 +231,6 @@ def rewrite(name: str, args: list[exp.Expr]) -> exp.Expr | None:
         return template(
             "CAST(size(filter(__a, x -> x IS NOT NULL AND CAST(x AS BOOLEAN))) AS BIGINT)", a=args[0]
         )
-    if name in _ONE_ARRAY and n == 1 and isinstance(args[0], exp.Null):
-        return exp.Null()  # (Sail's functions refuse an untyped NULL)
     if name in _ONE_ARRAY and n == 1:
         return template(_ONE_ARRAY[name], a=args[0])
     if name in _TWO_ARGS and n == 2:

@@ -80,6 +80,8 @@ ARRAYS = [
     ("array_pushfront([1], 0)", "[0, 1]"),
     ("array_enumerate(['a', 'b'])", "[1, 2]"),
     ("countequal([1, 2, 1], 1)", 2),
+    ("array_contains(NULL, 1)", None),
+    ("array_size(NULL)", None),
 ]
 
 MAPS_AND_STRUCTS = [
@@ -242,6 +244,17 @@ def test_lateral_view_explode_forms(node):
             "SELECT k, e FROM (SELECT 1 AS k, CAST(NULL AS ARRAY<INT>) AS a) t LATERAL VIEW explode_outer(a) tmp AS e"
         )
         assert cur.fetchall() == ((1, None),)
+
+
+def test_map_agg_and_array_agg(node):
+    # Doris docs aggregate-functions/map-agg, array-agg
+    with node.mysql() as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT map_agg(k, v), array_sort(array_agg(v)) FROM"
+            " (SELECT 'a' AS k, 1 AS v UNION ALL SELECT 'b', 2 UNION ALL SELECT NULL, 3) t"
+        )
+        m, a = cur.fetchone()
+        assert (m, a) in (('{"a":1, "b":2}', "[1, 2, 3]"), ('{"b":2, "a":1}', "[1, 2, 3]"))
 
 
 def test_aggregate_states_over_groups(node):
