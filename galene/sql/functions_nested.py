@@ -16,7 +16,10 @@ Doris' rules kept here (its docs, sql-manual/sql-functions/scalar-functions/arra
   `size(NULL)` is -1); ARRAY_SUM/ARRAY_AVG skip NULLs (NULL when nothing is left).
 * ARRAY_MAP/ARRAY_FILTER/ARRAY_COUNT/ARRAY_FIRST… take the lambda first; a lambda over several
   arrays reads the others by the first one's position.
-* MAP(k1, v1, …), MAP_SIZE, MAP_CONTAINS_VALUE; STRUCT_ELEMENT(s, 'f' | n) → `s.f` (`s.colN`).
+* MAP(k1, v1, …), MAP_SIZE, MAP_CONTAINS_VALUE, MAP_AGG(k, v) (NULL keys skipped);
+  STRUCT_ELEMENT(s, 'f' | n) → `s.f` (`s.colN`). A function of an untyped NULL array is NULL.
+* Not here: ARRAY_SUM/ARRAY_PRODUCT of a DECIMAL array (the accumulator's type must be the
+  elements', which the translation does not know) fail in the engine.
 * EXPLODE_NUMBERS(n), EXPLODE_JSON_ARRAY_INT/DOUBLE/STRING/JSON, EXPLODE_MAP → Spark generators
   (LATERAL VIEW keeps Doris' syntax).
 """
