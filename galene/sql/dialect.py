@@ -86,6 +86,10 @@ def _unparenthesized_column(node: exp.Expr | None) -> exp.Expr | None:
     return node
 
 
+# Doris types sqlglot has no node for, parsed as user-defined types.
+USER_DEFINED_TYPES = ("BITMAP", "QUANTILE_STATE")
+
+
 class Galene(Doris):
     """Doris SQL as Galene accepts it."""
 
@@ -157,6 +161,26 @@ class Galene(Doris):
         # answers those itself, so the warning is noise.
         def _warn_unsupported(self) -> None:
             return None
+
+        def _parse_types(
+            self,
+            check_func: bool = False,
+            schema: bool = False,
+            allow_identifiers: bool = True,
+            with_collation: bool = False,
+        ) -> exp.Expr | None:
+            # User-defined types are on for Doris' BITMAP and QUANTILE_STATE only: any other
+            # name is no type (a syntax error in a column definition, as before).
+            index = self._index
+            parsed = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+            if (
+                isinstance(parsed, exp.DataType)
+                and parsed.this == exp.DType.USERDEFINED
+                and str(parsed.args.get("kind") or "").upper() not in USER_DEFINED_TYPES
+            ):
+                self._retreat(index)
+                return None
+            return parsed
 
         def _parse_statement(self) -> exp.Expr | None:
             account = self._parse_account_statement()

@@ -328,6 +328,8 @@ def test_write_image_file_dump_state_and_list_journal(tmp_path):
         "length": 20,
         "precision": 0,
         "scale": 0,
+        "children": [],
+        "field_names": [],
     }
 
     entries = list_journal(tmp_path / "meta", from_id=2, limit=5)

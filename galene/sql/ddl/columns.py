@@ -17,7 +17,7 @@ from galene.common.types import (
     make_type,
 )
 from galene.sql import nodes
-from galene.sql.dialect import Galene
+from galene.sql.dialect import USER_DEFINED_TYPES, Galene
 
 SUPPORTED_AGGREGATIONS = (
     "SUM", "MIN", "MAX", "REPLACE", "REPLACE_IF_NOT_NULL", "BITMAP_UNION", "HLL_UNION", "QUANTILE_UNION",
@@ -49,8 +49,6 @@ _DTYPE_NAMES = {
     exp.DType.MAP: "MAP",
     exp.DType.STRUCT: "STRUCT",
 }
-# Doris types sqlglot has no node type for: parsed as user-defined types.
-_USER_DEFINED = ("BITMAP", "QUANTILE_STATE")
 
 
 def column_type_from_datatype(dt: exp.DataType, *, decimal256: bool = False) -> ColumnType:
@@ -85,7 +83,7 @@ def _type_children(node: exp.DataType) -> list[exp.DataType]:
 
 def _one_type(dt: exp.DataType, children: list[ColumnType], decimal256: bool) -> ColumnType:
     name = _DTYPE_NAMES.get(dt.this)
-    if dt.this == exp.DType.USERDEFINED and str(dt.args.get("kind") or "").upper() in _USER_DEFINED:
+    if dt.this == exp.DType.USERDEFINED and str(dt.args.get("kind") or "").upper() in USER_DEFINED_TYPES:
         name = str(dt.args["kind"]).upper()
     if name is None:
         raise AnalysisError(f"Unsupported data type: {dt.sql(dialect=Galene)}")
