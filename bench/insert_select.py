@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pymysql
 import tpch_data as td
+from common import GaleneProcess
 
-from tests.support.node import GaleneProcess
 from tests.support.ports import free_port
 from tests.support.procs import peak_rss_bytes
 
@@ -175,7 +175,7 @@ def main() -> None:
             t0 = time.perf_counter()
             try:
                 results[engine] = run_engine(engine, work / "galene", ports, sf_dir, args.runs, i == 0, work)
-            except Exception:  # noqa: BLE001 - the other engine's phase still runs
+            except Exception:  # the other engine's phase still runs
                 traceback.print_exc()
                 print(f"[{engine}] phase FAILED (Galene log: {work / 'galene' / 'galene-start.log'})", flush=True)
                 if i == 0:

@@ -40,8 +40,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import tpch_data as td
+from common import GaleneProcess
 
-from tests.support.node import GaleneProcess
 from tests.support.ports import free_port
 
 DB = "tpch"
@@ -208,7 +208,7 @@ def main() -> None:
             t0 = time.perf_counter()
             try:
                 results[engine] = run_engine(engine, galene_dir, ports, sf_dir, queries, duck, args.runs, i == 0, work)
-            except Exception:  # noqa: BLE001 - the other engine's phase still runs
+            except Exception:  # the other engine's phase still runs
                 traceback.print_exc()
                 print(f"[{engine}] phase FAILED (Galene log: {galene_dir / 'galene-start.log'})", flush=True)
                 if i == 0:
