@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
-from common import SIX_COLUMNS, GaleneProcess, generate_six_column_csv
+from common import SIX_COLUMNS, GaleneProcess, best_of, generate_six_column_csv
 
 QUERIES = {
     "filter": "SELECT count(*), sum(c_double) FROM fact WHERE c_double > 500 AND c_varchar LIKE 'delta%'",
@@ -26,16 +25,6 @@ QUERIES = {
     "order_limit": "SELECT c_int, c_double FROM fact ORDER BY c_double DESC, c_int LIMIT 20",
     "count_distinct": "SELECT count(DISTINCT c_bigint % 100000) FROM fact",
 }
-
-
-def best_of(fn, n: int = 3) -> tuple[float, object]:
-    fn()  # warm-up
-    best, result = float("inf"), None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import tpch_data as td
-from common import GaleneProcess
+from common import GaleneProcess, best_of
 
 DB = "bench"
 GROUPS = 100
@@ -61,16 +61,6 @@ def chunk_csv(path: Path, start: int, rows: int, seed: int) -> None:
     u = rng.integers(0, USERS, rows)
     table = pa.table({"k": k, "g": g, "a": a, "u": u})
     pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False, delimiter="|", quoting_style="none"))
-
-
-def best_of(fn, n: int = 3) -> tuple[float, object]:
-    fn()  # warm-up
-    best, result = float("inf"), None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
 
 
 def load(g: GaleneProcess, work: Path, rows: int) -> float:

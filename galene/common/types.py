@@ -25,6 +25,7 @@ Doris type is stored (the Parquet/Arrow type both engines read natively):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import msgspec
 import pyarrow as pa
@@ -135,20 +136,17 @@ class ColumnType(msgspec.Struct, frozen=True, kw_only=True):
         """An aggregate-state type (BITMAP, HLL, QUANTILE_STATE)."""
         return self.name in STATE_TYPES
 
-    @property
-    def is_text_stored(self) -> bool:
-        """Stored and queried as text although Doris has its own type for it."""
-        return self.name in STRING_TYPES or self.name in IP_TYPES or self.name == "VARIANT"
-
-    def contains_wide_decimal(self) -> bool:
-        """A DECIMAL of more than 38 digits in this type (Doris' decimal256)."""
+    def walk(self) -> Iterator[ColumnType]:
+        """This type and every type nested in it (an explicit stack: trees are bounded anyway)."""
         todo = [self]
         while todo:
             t = todo.pop()
-            if t.name == "DECIMAL" and t.precision > MAX_DECIMAL_PRECISION:
-                return True
+            yield t
             todo.extend(t.children)
-        return False
+
+    def contains_wide_decimal(self) -> bool:
+        """A DECIMAL of more than 38 digits in this type (Doris' decimal256)."""
+        return any(t.name == "DECIMAL" and t.precision > MAX_DECIMAL_PRECISION for t in self.walk())
 
     @property
     def element(self) -> ColumnType:
@@ -160,13 +158,7 @@ class ColumnType(msgspec.Struct, frozen=True, kw_only=True):
     def contains(self, names: tuple[str, ...] | str) -> bool:
         """Whether this type or any type nested in it is one of `names`."""
         wanted = (names,) if isinstance(names, str) else names
-        todo = [self]
-        while todo:
-            t = todo.pop()
-            if t.name in wanted:
-                return True
-            todo.extend(t.children)
-        return False
+        return any(t.name in wanted for t in self.walk())
 
     # --- renderings -----------------------------------------------------------------
     def to_sql(self) -> str:
